@@ -1,0 +1,367 @@
+//! What each subcommand does: turn arguments into settings, run the engine, write.
+
+use super::inputs::{self, Input};
+use super::{Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell};
+use crate::engine::{self, Processed, Settings};
+use crate::error::{Error, Exit, Result};
+use crate::output;
+use crate::render::escape_controls;
+use clap::CommandFactory;
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Runs a parsed command line; returns the exit code.
+pub fn dispatch(cli: Cli) -> Exit {
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Decide(args) => decide(args),
+        Command::Config(args) => config(args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report(&e.to_string());
+            e.exit()
+        }
+    }
+}
+
+/// Prints one error line with the program prefix.
+pub fn report(msg: &str) {
+    eprintln!("rivumi-compact: error: {msg}");
+}
+
+fn warn(msg: &str) {
+    eprintln!("rivumi-compact: warning: {msg}");
+}
+
+/// Settings from the flags; a bad config file is bad input (exit 3).
+fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
+    let mut flags: Vec<(&'static str, Value)> = Vec::new();
+    if let Some(r) = &p.runtime {
+        flags.push(("runtime.kind", json!(r)));
+    }
+    if p.native_compaction {
+        flags.push(("runtime.native_compaction", json!(true)));
+    }
+    if p.no_native_compaction {
+        flags.push(("runtime.native_compaction", json!(false)));
+    }
+    let optional: [(&'static str, Option<Value>); 6] = [
+        ("runtime.context_window", p.context_window.map(Value::from)),
+        ("task.max_total_tokens", p.max_total_tokens.map(Value::from)),
+        ("threshold", p.threshold.map(Value::from)),
+        ("tokenizer", p.tokenizer.clone().map(Value::from)),
+        (
+            "hooks.pre_compact",
+            p.pre_compact_hook.clone().map(Value::from),
+        ),
+        (
+            "hooks.post_compact",
+            p.post_compact_hook.clone().map(Value::from),
+        ),
+    ];
+    flags.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
+    if let Some(s) = p.hook_timeout {
+        flags.push(("hooks.timeout_secs", json!(s)));
+    }
+    if let Some(s) = &p.summarizer {
+        flags.push(("summarizer", json!(s)));
+    }
+    if !p.allow.is_empty() {
+        flags.push(("workspace.allowed_paths", json!(p.allow)));
+    }
+    if !p.verify.is_empty() {
+        flags.push(("verification", json!(p.verify)));
+    }
+    if !crate::formats::FORMATS.contains(&p.input_format.as_str()) {
+        return Err(Error::Usage(format!(
+            "unknown --input-format `{}` (expected one of {})",
+            p.input_format,
+            crate::formats::FORMATS.join(", ")
+        )));
+    }
+    let config_file = match &p.config {
+        None => None,
+        Some(path) => Some((path.clone(), read_config_file(path)?)),
+    };
+    Ok(Settings {
+        config_file,
+        flags,
+        manual: p.manual,
+        dry_run,
+        input_format: p.input_format.clone(),
+    })
+}
+
+fn read_config_file(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::bad_input(path, format!("cannot read: {e}")))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::bad_line(path, e.line(), e.column(), format!("invalid JSON: {e}")))
+}
+
+/// Reads one input and turns it into canonical JSONL bytes.
+fn load(input: &Input, format: &str) -> Result<(Vec<u8>, String)> {
+    let raw = input.read()?;
+    crate::formats::import(raw, &input.path, format)
+}
+
+fn with_processed<T>(
+    input: &Input,
+    settings: &Settings,
+    f: impl FnOnce(&Processed<'_>) -> Result<T>,
+) -> Result<T> {
+    let (canonical, format) = load(input, &settings.input_format)?;
+    let mut s = settings.clone();
+    s.input_format = format;
+    let done = engine::process(&canonical, &input.path, &s)?;
+    f(&done)
+}
+
+fn run(args: RunArgs) -> Result<Exit> {
+    let settings = settings(&args.policy, args.dry_run)?;
+    let inputs = inputs::expand(
+        &args.inputs,
+        &args.policy.input_format,
+        args.out_dir.as_deref(),
+    )?;
+    if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
+        return Err(Error::Usage(format!(
+            "{} inputs need --out-dir (one input prints its transcript on stdout)",
+            inputs.len()
+        )));
+    }
+    if let Some(dir) = &args.out_dir {
+        check_distinct(&inputs)?;
+        check_not_input(dir, &inputs)?;
+    }
+    if inputs.len() == 1 && args.out_dir.is_none() {
+        let input = &inputs[0];
+        return with_processed(input, &settings, |done| {
+            print_warnings(done);
+            eprintln!(
+                "rivumi-compact: {}: {}",
+                display(input),
+                escape_controls(&done.plan.decision.one_line())
+            );
+            let emit = args.emit.unwrap_or(if args.dry_run {
+                Emit::Decision
+            } else {
+                Emit::Transcript
+            });
+            stdout_write(|w| emit_to(w, done, emit))
+        });
+    }
+    run_batch(&args, &settings, &inputs)
+}
+
+/// Several inputs (or an out-dir): processed in parallel, reported in input order.
+fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Exit> {
+    let results: Vec<Result<(String, Vec<String>)>> = inputs
+        .par_iter()
+        .map(|input| {
+            with_processed(input, settings, |done| {
+                if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
+                    write_out_dir(&dir.join(&input.out_name), done)?;
+                }
+                let line = format!(
+                    "{}: {}",
+                    display(input),
+                    escape_controls(&done.plan.decision.one_line())
+                );
+                Ok((line, done.warnings.clone()))
+            })
+        })
+        .collect();
+    let (mut failed, mut compacted) = (0, 0);
+    for r in &results {
+        match r {
+            Ok((line, warnings)) => {
+                warnings.iter().for_each(|w| warn(w));
+                if !line.ends_with("-> none") && !line.contains("-> none [") {
+                    compacted += 1;
+                }
+                eprintln!("rivumi-compact: {line}");
+            }
+            Err(e) => {
+                failed += 1;
+                report(&e.to_string());
+            }
+        }
+    }
+    let total = results.len();
+    eprintln!(
+        "rivumi-compact: {total} file(s): {compacted} changed, {} unchanged, {failed} failed",
+        total - compacted - failed
+    );
+    if args.dry_run && args.out_dir.is_none() {
+        return Ok(if failed > 0 { Exit::Failed } else { Exit::Ok });
+    }
+    if total == 1 && failed == 1 {
+        // A single input keeps its own exit code (3 for bad input, 4 for a hook failure).
+        if let Some(Err(e)) = results.into_iter().next() {
+            return Ok(e.exit());
+        }
+    }
+    Ok(if failed > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+fn check_distinct(inputs: &[Input]) -> Result<()> {
+    let mut seen = std::collections::BTreeMap::new();
+    for i in inputs {
+        if let Some(other) = seen.insert(i.out_name.clone(), i.path.clone()) {
+            return Err(Error::Usage(format!(
+                "{} and {} would share the output folder {}",
+                other.display(),
+                i.path.display(),
+                i.out_name.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Ok(());
+    };
+    for i in inputs.iter().filter(|i| !i.is_stdin()) {
+        if std::fs::canonicalize(&i.path).is_ok_and(|p| p == dir) {
+            return Err(Error::Usage(format!(
+                "--out-dir {} is an input",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn display(input: &Input) -> String {
+    if input.is_stdin() {
+        "<stdin>".into()
+    } else {
+        escape_controls(&input.path.display().to_string())
+    }
+}
+
+fn print_warnings(done: &Processed<'_>) {
+    done.warnings.iter().for_each(|w| warn(w));
+}
+
+/// Writes one output to a writer.
+fn emit_to(w: &mut dyn Write, done: &Processed<'_>, emit: Emit) -> io::Result<()> {
+    match emit {
+        Emit::Transcript => output::write_transcript(w, &done.transcript, &done.plan),
+        Emit::Decision => w.write_all(done.decision_json().as_bytes()),
+        Emit::Journal => w.write_all(done.plan.journal.to_jsonl().as_bytes()),
+        Emit::Summary => w.write_all(done.plan.summary_text.as_deref().unwrap_or("").as_bytes()),
+        Emit::Reanchor => w.write_all(done.plan.reanchor_text.as_deref().unwrap_or("").as_bytes()),
+    }
+}
+
+/// The out-dir layout for one input, each file written atomically.
+pub fn write_out_dir(dir: &Path, done: &Processed<'_>) -> Result<()> {
+    let io_err = |p: PathBuf| {
+        move |e: io::Error| Error::Failed(format!("{}: cannot write: {e}", p.display()))
+    };
+    let mut files: Vec<(&str, Emit)> = vec![
+        ("transcript.jsonl", Emit::Transcript),
+        ("decision.json", Emit::Decision),
+        ("journal.jsonl", Emit::Journal),
+    ];
+    if done.plan.summary_text.is_some() {
+        files.push(("summary.md", Emit::Summary));
+    }
+    if done.plan.reanchor_text.is_some() {
+        files.push(("reanchor.md", Emit::Reanchor));
+    }
+    for (name, emit) in files {
+        let path = dir.join(name);
+        output::write_atomic(&path, |w| emit_to(w, done, emit)).map_err(io_err(path.clone()))?;
+    }
+    Ok(())
+}
+
+/// Writes to stdout; a reader that closes early (`head`) is not an error.
+fn stdout_write(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<Exit> {
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    match f(&mut w).and_then(|_| w.flush()) {
+        Ok(()) => Ok(Exit::Ok),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Exit::Ok),
+        Err(e) => Err(Error::Failed(format!(
+            "cannot write to standard output: {e}"
+        ))),
+    }
+}
+
+fn single_input(arg: &str, format: &str) -> Result<Input> {
+    let mut inputs = inputs::expand(&[arg.to_string()], format, None)?;
+    if inputs.len() != 1 {
+        return Err(Error::Usage(format!(
+            "`{arg}` names {} transcripts; this command takes one",
+            inputs.len()
+        )));
+    }
+    Ok(inputs.remove(0))
+}
+
+fn decide(args: DecideArgs) -> Result<Exit> {
+    let settings = settings(&args.policy, true)?;
+    let input = single_input(&args.input, &args.policy.input_format)?;
+    with_processed(&input, &settings, |done| {
+        print_warnings(done);
+        if args.json {
+            return stdout_write(|w| w.write_all(done.decision_json().as_bytes()));
+        }
+        let text = super::super::report::decision_report(done);
+        stdout_write(|w| w.write_all(text.as_bytes()))
+    })
+}
+
+fn config(args: ConfigArgs) -> Result<Exit> {
+    let settings = settings(&args.policy, true)?;
+    let input = single_input(&args.input, &args.policy.input_format)?;
+    let (canonical, _) = load(&input, &settings.input_format)?;
+    let t = crate::transcript::parse(&canonical, &input.path)?;
+    let cfg = settings.config_for(t.session.as_ref(), &input.path)?;
+    cfg.warnings.iter().for_each(|w| warn(w));
+    let prov = cfg.provenance();
+    if args.json {
+        let mut s = serde_json::to_string_pretty(&prov).expect("json");
+        s.push('\n');
+        return stdout_write(|w| w.write_all(s.as_bytes()));
+    }
+    let mut out = String::new();
+    for key in crate::config::KEYS {
+        let entry = &prov[*key];
+        out.push_str(&format!(
+            "{key:<28} {:<40} {}\n",
+            escape_controls(&entry["value"].to_string()),
+            entry["from"].as_str().unwrap_or("")
+        ));
+    }
+    stdout_write(|w| w.write_all(out.as_bytes()))
+}
+
+fn completions(shell: Shell) -> Result<Exit> {
+    let mut cmd = Cli::command();
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "rivumi-compact", &mut buf);
+    stdout_write(|w| w.write_all(&buf))
+}
+
+fn man() -> Result<Exit> {
+    let page = super::super::manpage::render();
+    stdout_write(|w| w.write_all(&page))
+}

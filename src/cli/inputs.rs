@@ -1,0 +1,163 @@
+//! Turning INPUT arguments into transcripts to read: files, `-`, directories (every
+//! file with the format's extension below, sorted) and globs, each with the folder
+//! name its outputs get under `--out-dir`.
+
+use crate::error::{Error, Result};
+use globset::GlobBuilder;
+use std::path::{Component, Path, PathBuf};
+
+/// One transcript to process.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The file, or `-` for stdin.
+    pub path: PathBuf,
+    /// The folder under `--out-dir`: the path relative to its directory or glob root
+    /// (or the file name), without extension.
+    pub out_name: PathBuf,
+}
+
+impl Input {
+    pub fn is_stdin(&self) -> bool {
+        self.path == Path::new("-")
+    }
+
+    /// Reads the whole input.
+    pub fn read(&self) -> Result<Vec<u8>> {
+        if self.is_stdin() {
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf).map_err(|e| {
+                Error::bad_input(&self.path, format!("cannot read standard input: {e}"))
+            })?;
+            return Ok(buf);
+        }
+        std::fs::read(&self.path)
+            .map_err(|e| Error::bad_input(&self.path, format!("cannot read: {e}")))
+    }
+}
+
+/// The file extensions a directory or glob is searched for, by input format.
+pub fn extensions(format: &str) -> &'static [&'static str] {
+    match format {
+        "swe-agent" => &["traj"],
+        "openhands" => &["json"],
+        _ => &["jsonl"],
+    }
+}
+
+/// Expands the arguments in order; `exclude` (the out-dir) is never read from.
+pub fn expand(args: &[String], format: &str, exclude: Option<&Path>) -> Result<Vec<Input>> {
+    let exts = extensions(format);
+    let exclude = exclude.and_then(|p| std::fs::canonicalize(p).ok());
+    let mut out = Vec::new();
+    for arg in args {
+        if arg == "-" {
+            out.push(Input {
+                path: PathBuf::from("-"),
+                out_name: PathBuf::from("stdin"),
+            });
+            continue;
+        }
+        let path = PathBuf::from(arg);
+        if path.is_dir() {
+            let before = out.len();
+            walk(&path, &path, exts, exclude.as_deref(), None, &mut out)?;
+            if out.len() == before {
+                return Err(Error::bad_input(
+                    &path,
+                    format!("no transcripts (*.{}) in this directory", exts.join(", *.")),
+                ));
+            }
+        } else if !path.exists() && is_glob(arg) {
+            let root = glob_root(arg);
+            let glob = GlobBuilder::new(arg)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| Error::Usage(format!("bad glob `{arg}`: {e}")))?;
+            let matcher = glob.compile_matcher();
+            let before = out.len();
+            if root.is_dir() {
+                walk(
+                    &root,
+                    &root,
+                    &[],
+                    exclude.as_deref(),
+                    Some(&|p: &Path| matcher.is_match(p)),
+                    &mut out,
+                )?;
+            }
+            if out.len() == before {
+                return Err(Error::bad_input(&path, "the glob matches no file"));
+            }
+        } else {
+            let name = path
+                .file_stem()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("input"));
+            out.push(Input {
+                path,
+                out_name: name,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+/// The leading components of a glob that hold no glob characters.
+fn glob_root(glob: &str) -> PathBuf {
+    let mut root = PathBuf::new();
+    for c in Path::new(glob).components() {
+        if is_glob(&c.as_os_str().to_string_lossy()) {
+            break;
+        }
+        root.push(c);
+    }
+    if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root
+    }
+}
+
+type Filter<'a> = Option<&'a dyn Fn(&Path) -> bool>;
+
+fn walk(
+    root: &Path,
+    dir: &Path,
+    exts: &[&str],
+    exclude: Option<&Path>,
+    filter: Filter<'_>,
+    out: &mut Vec<Input>,
+) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::bad_input(dir, format!("cannot read directory: {e}")))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
+            continue;
+        }
+        if p.is_dir() {
+            walk(root, &p, exts, exclude, filter, out)?;
+            continue;
+        }
+        let ext_ok = exts.is_empty() || p.extension().is_some_and(|e| exts.iter().any(|x| e == *x));
+        let norm: PathBuf = p
+            .components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .collect();
+        if !ext_ok || filter.is_some_and(|f| !f(&p) && !f(&norm)) {
+            continue;
+        }
+        let rel = p.strip_prefix(root).unwrap_or(&p).with_extension("");
+        out.push(Input {
+            path: p,
+            out_name: rel,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! The command line, in one place: clap definitions for every subcommand and the
+//! shared flags. The man page and completions are generated from these definitions.
+
+mod commands;
+mod inputs;
+
+pub use commands::dispatch;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "Exit codes:
+  0  success (also when nothing needed compaction, or stdout was closed early)
+  1  check found differences, or validate found violations
+  2  usage error, found before any input is read
+  3  bad input: a transcript or configuration that cannot be read or parsed
+  4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rivumi-compact",
+    version,
+    about = "Reproduce Rivumi's context compaction policy offline over agent transcripts",
+    long_about = "Reads agent transcripts (JSONL), decides which compaction threshold applies \
+(a conversation runtime against the provider's context window, or the native agent runner \
+against the task's max_total_tokens), and emits the compacted transcript, the rendered \
+fallback summary, the re-anchor block, a decision and a journal. Same input and configuration, \
+same bytes out.",
+    after_help = EXIT_CODES,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decide and compact transcripts; write the compacted transcript and the other outputs
+    #[command(after_help = "Examples:
+  rivumi-compact run session.jsonl --max-total-tokens 100000 > compacted.jsonl
+  rivumi-compact run session.jsonl --out-dir out/ --emit summary
+  rivumi-compact run session.jsonl --dry-run")]
+    Run(RunArgs),
+    /// Show the decision and its reasons, with the ratio per turn against the denominator
+    #[command(
+        after_help = "Example:\n  rivumi-compact decide session.jsonl --max-total-tokens 100000"
+    )]
+    Decide(DecideArgs),
+    /// Print the merged configuration and the layer each value came from
+    #[command(
+        after_help = "Example:\n  rivumi-compact config session.jsonl --config rivumi.json --threshold 0.9"
+    )]
+    Config(ConfigArgs),
+    /// Print a shell completion script
+    #[command(
+        after_help = "Example:\n  rivumi-compact completions bash > /etc/bash_completion.d/rivumi-compact"
+    )]
+    Completions {
+        /// The shell to generate for
+        shell: Shell,
+    },
+    /// Print the man page (roff) generated from these definitions
+    #[command(hide = true)]
+    Man,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    Transcript,
+    Summary,
+    Reanchor,
+    Decision,
+    Journal,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Transcript files, directories, globs, or `-` for stdin
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Write each input's outputs into DIR/<name>/ (transcript.jsonl, decision.json, journal.jsonl, summary.md, reanchor.md)
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Print this output on stdout instead of the transcript
+    #[arg(long, value_enum, value_name = "OUTPUT")]
+    pub emit: Option<Emit>,
+    /// Decide without side effects: no files, no hooks, no summarizer; print the decision
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The transcript
+    #[arg(value_name = "INPUT")]
+    pub input: String,
+    /// Print the decision as JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The transcript whose session layer to include
+    #[arg(value_name = "INPUT")]
+    pub input: String,
+    /// Print JSON: {key: {value, from}}
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// Flags that set configuration keys (SPEC 2) or how the policy is triggered.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PolicyArgs {
+    /// Input format [auto, rivumi, claude-code, codex, openai, swe-agent, openhands]
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "auto",
+        help_heading = "Input"
+    )]
+    pub input_format: String,
+    /// A JSON configuration file (layered over the transcript's session record)
+    #[arg(long, value_name = "FILE", help_heading = "Configuration")]
+    pub config: Option<PathBuf>,
+    /// Which pressure path applies [runtime.kind]
+    #[arg(long, value_name = "KIND", value_parser = ["conversation", "agent-runner"], help_heading = "Configuration")]
+    pub runtime: Option<String>,
+    /// The conversation runtime advertises native compaction [runtime.native_compaction]
+    #[arg(
+        long,
+        overrides_with = "no_native_compaction",
+        help_heading = "Configuration"
+    )]
+    pub native_compaction: bool,
+    /// The conversation runtime does not advertise native compaction
+    #[arg(long, help_heading = "Configuration")]
+    pub no_native_compaction: bool,
+    /// Provider context capacity in tokens [runtime.context_window]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Configuration")]
+    pub context_window: Option<u64>,
+    /// Task budget in tokens [task.max_total_tokens]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Configuration")]
+    pub max_total_tokens: Option<u64>,
+    /// Both paths fire at >= F, in (0, 1] with at most 4 decimals [threshold]
+    #[arg(long, value_name = "F", value_parser = parse_threshold_flag, help_heading = "Configuration")]
+    pub threshold: Option<f64>,
+    /// A glob of paths the task may edit; repeatable [workspace.allowed_paths]
+    #[arg(long = "allow", value_name = "GLOB", help_heading = "Configuration")]
+    pub allow: Vec<String>,
+    /// A command that verifies the work; repeatable [verification]
+    #[arg(long = "verify", value_name = "CMD", help_heading = "Configuration")]
+    pub verify: Vec<String>,
+    /// Token estimate where no usage is reported [tokenizer]
+    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "o200k", "cl100k"], help_heading = "Configuration")]
+    pub tokenizer: Option<String>,
+    /// Shell command run before a compaction; may deny it [hooks.pre_compact]
+    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    pub pre_compact_hook: Option<String>,
+    /// Shell command run after a compaction [hooks.post_compact]
+    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    pub post_compact_hook: Option<String>,
+    /// Seconds a hook may run [hooks.timeout_secs]
+    #[arg(long, value_name = "S", help_heading = "Hooks")]
+    pub hook_timeout: Option<u64>,
+    /// Shell command that writes a checkpoint summary [summarizer]
+    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    pub summarizer: Option<String>,
+    /// The user asked for compaction (like /compact): skip the threshold
+    #[arg(long, help_heading = "Input")]
+    pub manual: bool,
+}
+
+fn parse_threshold_flag(s: &str) -> Result<f64, String> {
+    let f: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    crate::config::parse_threshold(f, s)?;
+    Ok(f)
+}

@@ -1,0 +1,86 @@
+//! Source formats: detection and the importers that map each into canonical JSONL
+//! (with a `session` record carrying the importer's configuration layer).
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// The formats `--input-format` accepts.
+pub const FORMATS: &[&str] = &[
+    "auto",
+    "rivumi",
+    "claude-code",
+    "codex",
+    "openai",
+    "swe-agent",
+    "openhands",
+];
+
+/// Turns an input into canonical JSONL; returns the bytes and the format's name.
+/// Canonical input is returned as it is (byte fidelity).
+pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<(Vec<u8>, String)> {
+    let format = if format == "auto" {
+        detect(&raw)
+    } else {
+        format
+    };
+    match format {
+        "rivumi" => Ok((raw, "rivumi".into())),
+        other => Err(Error::bad_input(
+            file,
+            format!("the {other} importer is not available in this version"),
+        )),
+    }
+}
+
+/// Detects the format from the first non-blank record.
+pub fn detect(raw: &[u8]) -> &'static str {
+    let text = String::from_utf8_lossy(&raw[..raw.len().min(64 * 1024)]);
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('[') {
+        return "openhands";
+    }
+    if trimmed.starts_with('{')
+        && !trimmed
+            .lines()
+            .next()
+            .is_some_and(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+    {
+        // A pretty-printed JSON document: SWE-agent trajectories and OpenHands dumps.
+        return if trimmed.contains("\"history\"") && trimmed.contains("\"tool_call_ids\"") {
+            "swe-agent"
+        } else if trimmed.contains("\"history\"") {
+            "openhands"
+        } else {
+            "rivumi"
+        };
+    }
+    let Some(first) = trimmed.lines().find(|l| !l.trim().is_empty()) else {
+        return "rivumi";
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(first) else {
+        return "rivumi";
+    };
+    let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    if v.get("payload").is_some()
+        && [
+            "session_meta",
+            "turn_context",
+            "response_item",
+            "event_msg",
+            "compacted",
+        ]
+        .contains(&ty)
+    {
+        return "codex";
+    }
+    if v.get("sessionId").is_some()
+        || v.get("parentUuid").is_some()
+        || ["file-history-snapshot", "queue-operation", "summary"].contains(&ty)
+    {
+        return "claude-code";
+    }
+    if ty.is_empty() && v.get("messages").is_some() {
+        return "openai";
+    }
+    "rivumi"
+}

@@ -1,0 +1,91 @@
+//! The man page, generated from the clap definitions plus the sections clap does not
+//! know (configuration keys, reason codes, exit codes). `man/rivumi-compact.1` is its output.
+
+use crate::cli::Cli;
+use clap::CommandFactory;
+use clap_mangen::roff::{roman, Roff};
+
+/// Renders the whole page as roff.
+pub fn render() -> Vec<u8> {
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone()).date("2026-12-02");
+    let mut out = Vec::new();
+    man.render_title(&mut out).expect("write to memory");
+    man.render_name_section(&mut out).expect("write to memory");
+    man.render_synopsis_section(&mut out)
+        .expect("write to memory");
+    man.render_description_section(&mut out)
+        .expect("write to memory");
+    man.render_options_section(&mut out)
+        .expect("write to memory");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let mut roff = Roff::new();
+        roff.control(
+            "SH",
+            [format!("COMMAND: {}", sub.get_name().to_uppercase()).as_str()],
+        );
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        roff.text([roman(about)]);
+        let full: &'static str =
+            Box::leak(format!("rivumi-compact {}", sub.get_name()).into_boxed_str());
+        let sub_man = clap_mangen::Man::new(sub.clone().name(full));
+        let mut section = Vec::new();
+        sub_man
+            .render_synopsis_section(&mut section)
+            .expect("write to memory");
+        sub_man
+            .render_options_section(&mut section)
+            .expect("write to memory");
+        out.extend(roff.render().into_bytes());
+        out.extend(section);
+        if let Some(after) = sub.get_after_help() {
+            let mut ex = Roff::new();
+            for line in after.to_string().lines() {
+                ex.text([roman(line)]);
+                ex.control("br", []);
+            }
+            out.extend(ex.render().into_bytes());
+        }
+    }
+    out.extend(extra_sections().into_bytes());
+    man.render_version_section(&mut out)
+        .expect("write to memory");
+    out
+}
+
+fn extra_sections() -> String {
+    let mut roff = Roff::new();
+    roff.control("SH", ["CONFIGURATION"]);
+    roff.text([roman(
+        "Layers, later wins: built-in defaults < the transcript's session record (or what an importer supplies) < --config FILE (JSON) < flags. A list from a later layer replaces the earlier list; a repeated flag adds to the list the flags build. Keys (JSON paths) and defaults:",
+    )]);
+    let defaults = crate::config::Config::default();
+    for key in crate::config::KEYS {
+        roff.control("TP", []);
+        roff.text([roman(*key)]);
+        roff.text([roman(format!("default: {}", defaults.get(key)))]);
+    }
+    roff.control("SH", ["REASON CODES"]);
+    for (code, meaning) in crate::policy::REASON_CODES {
+        roff.control("TP", []);
+        roff.text([roman(*code)]);
+        roff.text([roman(*meaning)]);
+    }
+    roff.control("SH", ["EXIT STATUS"]);
+    for (code, meaning) in [
+        ("0", "success, also when nothing needed compaction, and when stdout is closed early by a reader such as head"),
+        ("1", "check found differences, or validate found violations"),
+        ("2", "usage error, found before any input is read"),
+        ("3", "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message)"),
+        ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
+    ] {
+        roff.control("TP", []);
+        roff.text([roman(code)]);
+        roff.text([roman(meaning)]);
+    }
+    roff.control("SH", ["ENVIRONMENT"]);
+    roff.text([roman(
+        "NO_COLOR: when set, check prints diffs without colour.",
+    )]);
+    roff.render()
+}

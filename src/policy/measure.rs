@@ -1,0 +1,83 @@
+//! The two figures the paths compare (SPEC 3): cumulative task usage for the agent
+//! runner, context occupancy for the conversation runtime.
+
+use crate::transcript::{RecordKind, Role, Transcript};
+
+/// A token figure and whether any part of it was estimated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Figure {
+    pub tokens: u64,
+    pub estimated: bool,
+}
+
+/// Cumulative task usage: reported usage per assistant message; for one without usage,
+/// the estimate of everything before it plus itself; plus an earlier fallback's
+/// `summarized_usage`.
+pub fn cumulative_usage(t: &Transcript<'_>, est: &[u64]) -> Figure {
+    let mut f = Figure::default();
+    let mut prefix = 0u64;
+    for (i, item) in t.items.iter().enumerate() {
+        prefix += est[i];
+        if let Some(s) = &item.summarized_usage {
+            f.tokens += s.size();
+        }
+        if !item.is_input() || item.role() != Some(Role::Assistant) {
+            continue;
+        }
+        match item.usage() {
+            Some(u) => f.tokens += u.size(),
+            None => {
+                f.tokens += prefix;
+                f.estimated = true;
+            }
+        }
+    }
+    f
+}
+
+/// The first item of the current context: after the latest `compaction_completed`
+/// event, or at the latest checkpoint message.
+pub fn context_start(t: &Transcript<'_>) -> usize {
+    let mut start = 0;
+    let mut seen = 0;
+    for r in &t.records {
+        match &r.kind {
+            RecordKind::Event { name, .. } if name == "compaction_completed" => start = seen,
+            RecordKind::Item(i) => {
+                if t.items[*i].is_synthetic("checkpoint") {
+                    start = *i;
+                }
+                seen = i + 1;
+            }
+            _ => {}
+        }
+    }
+    start
+}
+
+/// Occupancy: the last usage reported after the context start plus the estimate of
+/// the items after it; with no such usage, the estimate of the whole current context.
+pub fn occupancy(t: &Transcript<'_>, est: &[u64]) -> Figure {
+    let start = context_start(t);
+    let last_usage = (start..t.items.len())
+        .rev()
+        .find(|&i| t.items[i].usage().is_some());
+    match last_usage {
+        Some(i) => {
+            let after: u64 = est[i + 1..].iter().sum();
+            Figure {
+                tokens: t.items[i].usage().map_or(0, |u| u.size()) + after,
+                estimated: after > 0,
+            }
+        }
+        None => Figure {
+            tokens: est[start..].iter().sum(),
+            estimated: true,
+        },
+    }
+}
+
+/// `used × 10000 >= t × limit`, in integers.
+pub fn reaches(used: u64, limit: u64, threshold_bp: u64) -> bool {
+    used as u128 * 10_000 >= threshold_bp as u128 * limit as u128
+}

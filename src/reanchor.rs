@@ -1,0 +1,287 @@
+//! Facts for the re-anchor block (SPEC 5), gathered from the whole transcript —
+//! including what was summarized or compacted away, since that is what the model lost.
+
+use crate::config::Config;
+use crate::render::ReanchorFacts;
+use crate::transcript::{Item, Transcript};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+
+/// Gathers the facts. `used`/`limit` are the decision's figures.
+pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
+    let write_tools = name_set(&cfg.write_tools);
+    let shell_tools = name_set(&cfg.shell_tools);
+    let mut changed: Vec<String> = Vec::new();
+    let mut recent: Vec<String> = Vec::new();
+    let mut check: Option<String> = None;
+    let mut steps: Option<Vec<String>> = None;
+    let failed = failed_calls(t);
+    for (i, item) in t.items.iter().enumerate() {
+        for call in item.calls() {
+            let args: Value = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
+            let args = unwrap_string_args(args);
+            let mut paths = key_paths(&args, &cfg.path_keys);
+            let is_shell = shell_tools.is_match(call.name.as_ref());
+            let command = if is_shell { shell_command(&args) } else { None };
+            let is_write = write_tools.is_match(call.name.as_ref());
+            if is_write
+                || command
+                    .as_deref()
+                    .is_some_and(|c| c.contains("apply_patch"))
+            {
+                collect_patch_headers(&args, &mut paths);
+            }
+            let paths: Vec<String> = paths
+                .iter()
+                .map(|p| normalise(p, cfg.root.as_deref()))
+                .collect();
+            push_recent(&mut recent, &paths);
+            if (is_write
+                || command
+                    .as_deref()
+                    .is_some_and(|c| c.contains("apply_patch")))
+                && !failed.contains(&(i, call.id.to_string()))
+            {
+                push_recent(&mut changed, &paths);
+            }
+            if let Some(cmd) = command {
+                if let Some(v) = cfg.verification.iter().find(|v| starts_with_word(&cmd, v)) {
+                    check = Some(check_status(t, i, &call.id, v));
+                }
+            }
+            if let Some(s) = plan_steps(&call.name, &args) {
+                steps = Some(s);
+            }
+        }
+    }
+    let outside = outside_allowed(&changed, &cfg.allowed_paths);
+    ReanchorFacts {
+        changed_files: changed
+            .into_iter()
+            .rev()
+            .map(|p| flag(p, &outside))
+            .collect(),
+        check_status: check.unwrap_or_else(|| "unknown (no verification command has run)".into()),
+        recent_paths: recent.into_iter().rev().collect(),
+        allowed_paths: cfg.allowed_paths.clone(),
+        verification: cfg.verification.clone(),
+        remaining_steps: cfg.remaining_steps.clone().or(steps).unwrap_or_default(),
+        used: None,
+        limit: cfg.max_total_tokens,
+        context_window: cfg.context_window,
+        runtime: cfg.runtime.as_str().to_string(),
+        native_compaction: cfg.native_compaction,
+        root: cfg.root.clone(),
+        mode: cfg.mode.clone(),
+        permission: cfg.permission.clone(),
+    }
+}
+
+/// Some importers give arguments as a JSON string holding the object.
+fn unwrap_string_args(args: Value) -> Value {
+    if let Value::String(s) = &args {
+        if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(s) {
+            return v;
+        }
+    }
+    args
+}
+
+fn name_set(patterns: &[String]) -> GlobSet {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        if let Ok(g) = Glob::new(p) {
+            b.add(g);
+        }
+    }
+    b.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+/// Calls (by item and call id) whose result reports failure.
+fn failed_calls(t: &Transcript<'_>) -> std::collections::HashSet<(usize, String)> {
+    t.items
+        .iter()
+        .filter(|r| r.failed())
+        .filter_map(|r| Some((r.call_item?, r.result_call_id()?.to_string())))
+        .collect()
+}
+
+fn key_paths(args: &Value, keys: &[String]) -> Vec<String> {
+    let Value::Object(map) = args else {
+        return Vec::new();
+    };
+    keys.iter()
+        .filter_map(|k| map.get(k)?.as_str())
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// File headers inside patches and unified diffs, in every string argument.
+fn collect_patch_headers(args: &Value, out: &mut Vec<String>) {
+    match args {
+        Value::String(s) => {
+            for line in s.lines() {
+                let line = line.trim_end_matches('\r');
+                let path = [
+                    "*** Update File: ",
+                    "*** Add File: ",
+                    "*** Delete File: ",
+                    "+++ b/",
+                ]
+                .iter()
+                .find_map(|h| line.strip_prefix(h));
+                if let Some(p) = path.map(str::trim).filter(|p| !p.is_empty()) {
+                    out.push(p.to_string());
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect_patch_headers(v, out)),
+        Value::Object(m) => m.values().for_each(|v| collect_patch_headers(v, out)),
+        _ => {}
+    }
+}
+
+/// `./a` is `a`; an absolute path under the workspace root becomes relative.
+pub fn normalise(path: &str, root: Option<&str>) -> String {
+    let mut p = path.trim();
+    if let Some(root) = root
+        .map(|r| r.trim_end_matches('/'))
+        .filter(|r| !r.is_empty())
+    {
+        if let Some(rest) = p.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
+            p = rest;
+        }
+    }
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/');
+    }
+    p.to_string()
+}
+
+/// Moves each path to the newest end of the list, keeping entries distinct.
+fn push_recent(list: &mut Vec<String>, paths: &[String]) {
+    for p in paths {
+        list.retain(|q| q != p);
+        list.push(p.clone());
+    }
+}
+
+/// The command of a shell call: `command` or `cmd`, arrays joined, `bash -lc` unwrapped.
+pub fn shell_command(args: &Value) -> Option<String> {
+    let raw = match args {
+        Value::Object(m) => m.get("command").or_else(|| m.get("cmd"))?,
+        other => other,
+    };
+    let joined = match raw {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => return None,
+    };
+    Some(unwrap_shell(joined.trim()))
+}
+
+fn unwrap_shell(cmd: &str) -> String {
+    for prefix in [
+        "bash -lc ",
+        "bash -c ",
+        "sh -c ",
+        "sh -lc ",
+        "zsh -lc ",
+        "zsh -c ",
+    ] {
+        if let Some(rest) = cmd.strip_prefix(prefix) {
+            let rest = rest.trim();
+            let unquoted = ['"', '\'']
+                .iter()
+                .find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q)))
+                .unwrap_or(rest);
+            return unquoted.trim().to_string();
+        }
+    }
+    cmd.to_string()
+}
+
+/// `cargo test --release` starts with `cargo test` at a word boundary; `cargo tests` does not.
+pub fn starts_with_word(cmd: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim();
+    !prefix.is_empty()
+        && cmd
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+}
+
+fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -> String {
+    let result: Option<&Item> = t
+        .items
+        .iter()
+        .skip(owner + 1)
+        .filter(|r| r.call_item == Some(owner) && r.result_call_id() == Some(call_id))
+        .last();
+    let (state, code) = match result {
+        None => return format!("unknown (`{verify}` has no result yet)"),
+        Some(r) => match &r.kind {
+            crate::transcript::ItemKind::ToolResult { exit_code, .. } => (r.failed(), *exit_code),
+            _ => (false, None),
+        },
+    };
+    match (state, code) {
+        (false, _) => format!("pass (`{verify}`)"),
+        (true, Some(c)) => format!("fail (exit code {c}, `{verify}`)"),
+        (true, None) => format!("fail (error, `{verify}`)"),
+    }
+}
+
+/// Open steps of a plan/todo call: `update_plan` (`plan[].step`) or `TodoWrite` (`todos[].content`).
+fn plan_steps(name: &str, args: &Value) -> Option<Vec<String>> {
+    let (list, text_key) = match name {
+        "update_plan" => (args.get("plan")?, "step"),
+        "TodoWrite" => (args.get("todos")?, "content"),
+        _ => return None,
+    };
+    let open = list
+        .as_array()?
+        .iter()
+        .filter(|s| s.get("status").and_then(Value::as_str) != Some("completed"))
+        .filter_map(|s| {
+            let text = s.get(text_key).and_then(Value::as_str)?;
+            let status = s.get("status").and_then(Value::as_str).unwrap_or("pending");
+            Some(format!("{text} ({status})"))
+        })
+        .collect();
+    Some(open)
+}
+
+fn outside_allowed(paths: &[String], allowed: &[String]) -> Vec<String> {
+    if allowed.is_empty() {
+        return Vec::new();
+    }
+    let mut b = GlobSetBuilder::new();
+    for g in allowed {
+        if let Ok(glob) = GlobBuilder::new(g).literal_separator(true).build() {
+            b.add(glob);
+        }
+    }
+    let set = b.build().unwrap_or_else(|_| GlobSet::empty());
+    paths
+        .iter()
+        .filter(|p| !set.is_match(p.as_str()))
+        .cloned()
+        .collect()
+}
+
+fn flag(path: String, outside: &[String]) -> String {
+    if outside.contains(&path) {
+        format!("{path} (outside allowed paths)")
+    } else {
+        path
+    }
+}

@@ -1,0 +1,62 @@
+//! The texts the tool injects and prints: pure functions of data, no I/O.
+
+mod reanchor;
+mod summary;
+
+pub use reanchor::{render_reanchor, ReanchorFacts};
+pub use summary::{build_history_summary_fallback_message, SummaryEntry, SUMMARY_HEADER};
+
+use std::fmt::Write;
+
+/// Escapes control characters (`\u{1b}` style) so transcript text cannot drive a terminal.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Folds runs of whitespace to one space, escapes control characters, and cuts the
+/// result at `max` characters (Unicode scalar values), marking a cut with `…`.
+pub fn preview(s: &str, max: usize) -> String {
+    let mut folded = String::new();
+    for word in s.split_whitespace() {
+        if !folded.is_empty() {
+            folded.push(' ');
+        }
+        folded.push_str(word);
+        if folded.len() > max * 4 + 16 {
+            break; // enough to cut from; avoids folding megabytes for 240 characters
+        }
+    }
+    cut(&escape_controls(&folded), max)
+}
+
+/// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((at, _)) => format!("{}…", &s[..at]),
+    }
+}
+
+/// The ratio `used / limit` rounded half-up to 4 decimals, computed in integers.
+pub fn ratio(used: u64, limit: u64) -> f64 {
+    let bp = (used as u128 * 20_000 + limit as u128) / (2 * limit as u128);
+    bp as f64 / 10_000.0
+}
+
+/// The pressure reminder (SPEC 4): used, limit and ratio, and the ask to finish.
+pub fn pressure_reminder(used: u64, limit: u64) -> String {
+    format!(
+        "[rivumi] Token budget pressure: this task has used {used} of its {limit} max_total_tokens \
+         (ratio {:.4}). Finish within the budget: complete the current step with the smallest change \
+         that works, avoid re-reading large files or repeating work, run the verification once, and stop.",
+        ratio(used, limit)
+    )
+}

@@ -1,0 +1,256 @@
+//! The canonical transcript model (SPEC 1): records as they were read, and the items
+//! (messages and tool results) the policy works on, borrowing from the input bytes.
+
+mod reader;
+mod text;
+
+pub use reader::parse;
+pub use text::item_text;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// A parsed transcript. Raw bytes stay in `src`; every record knows its own span.
+#[derive(Debug)]
+pub struct Transcript<'a> {
+    pub src: &'a [u8],
+    /// Length of a leading UTF-8 byte-order mark (0 or 3), written back as it was.
+    pub bom: usize,
+    pub records: Vec<Record<'a>>,
+    pub items: Vec<Item<'a>>,
+    /// The `session` record's object, when the first record is one.
+    pub session: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Records of a type the tool does not know (passed through, counted in a warning).
+    pub unknown_records: usize,
+    /// Results whose call is not in the transcript (kept, counted in a warning).
+    pub orphan_results: Vec<usize>,
+    /// Which item holds the call with a given id.
+    pub call_owner: HashMap<Cow<'a, str>, usize>,
+}
+
+/// One physical line of the input.
+#[derive(Debug)]
+pub struct Record<'a> {
+    /// The bytes of the line including its terminator (`\n` or `\r\n`, none at EOF).
+    pub span: Range<usize>,
+    /// 1-based line number, for messages.
+    pub line: usize,
+    pub kind: RecordKind<'a>,
+}
+
+impl Record<'_> {
+    pub fn terminated(&self, src: &[u8]) -> bool {
+        self.span.end > self.span.start && src[self.span.end - 1] == b'\n'
+    }
+}
+
+#[derive(Debug)]
+pub enum RecordKind<'a> {
+    /// An empty or whitespace-only line.
+    Blank,
+    Session,
+    /// A message or tool result: index into `Transcript::items`.
+    Item(usize),
+    Event {
+        name: Cow<'a, str>,
+        id: Option<Cow<'a, str>>,
+    },
+    /// A record of a type the policy ignores.
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// Token usage the provider reported for one model call (SPEC 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// The size of the model call: the sum of the four counts.
+    pub fn size(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// A tool call inside an assistant message.
+#[derive(Debug, Deserialize)]
+pub struct Call<'a> {
+    #[serde(borrow)]
+    pub id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub name: Cow<'a, str>,
+    /// The raw JSON text of `arguments`, exactly as in the input.
+    #[serde(borrow)]
+    pub arguments: &'a RawValue,
+}
+
+#[derive(Debug)]
+pub enum ItemKind<'a> {
+    Message {
+        role: Role,
+        calls: Vec<Call<'a>>,
+        usage: Option<Usage>,
+    },
+    ToolResult {
+        call_id: Cow<'a, str>,
+        name: Option<Cow<'a, str>>,
+        is_error: bool,
+        exit_code: Option<i64>,
+    },
+}
+
+/// A model-visible record: a message or a tool result.
+#[derive(Debug)]
+pub struct Item<'a> {
+    /// Index into `Transcript::records`.
+    pub record: usize,
+    pub id: Cow<'a, str>,
+    pub turn: Option<Cow<'a, str>>,
+    pub synthetic: Option<Cow<'a, str>>,
+    pub kind: ItemKind<'a>,
+    /// UTF-8 bytes of the text content (SPEC 1 "Estimated tokens").
+    pub text_bytes: u64,
+    /// Summary fields of an earlier fallback, kept for cumulative usage.
+    pub summarized_usage: Option<Usage>,
+    /// For a result: the item holding its call (the latest one before it with that id).
+    pub call_item: Option<usize>,
+}
+
+impl<'a> Item<'a> {
+    pub fn is_input(&self) -> bool {
+        self.synthetic.is_none()
+    }
+
+    pub fn role(&self) -> Option<Role> {
+        match &self.kind {
+            ItemKind::Message { role, .. } => Some(*role),
+            ItemKind::ToolResult { .. } => None,
+        }
+    }
+
+    pub fn calls(&self) -> &[Call<'a>] {
+        match &self.kind {
+            ItemKind::Message { calls, .. } => calls,
+            ItemKind::ToolResult { .. } => &[],
+        }
+    }
+
+    pub fn usage(&self) -> Option<&Usage> {
+        match &self.kind {
+            ItemKind::Message { usage, .. } => usage.as_ref(),
+            ItemKind::ToolResult { .. } => None,
+        }
+    }
+
+    pub fn result_call_id(&self) -> Option<&str> {
+        match &self.kind {
+            ItemKind::ToolResult { call_id, .. } => Some(call_id),
+            ItemKind::Message { .. } => None,
+        }
+    }
+
+    /// A result that reports failure: `exit_code` wins over `is_error` (SPEC 5).
+    pub fn failed(&self) -> bool {
+        match &self.kind {
+            ItemKind::ToolResult {
+                exit_code: Some(code),
+                ..
+            } => *code != 0,
+            ItemKind::ToolResult { is_error, .. } => *is_error,
+            ItemKind::Message { .. } => false,
+        }
+    }
+
+    /// The bytes the heuristic estimate counts: text plus each call's name and arguments.
+    pub fn estimate_bytes(&self) -> u64 {
+        let calls: u64 = self
+            .calls()
+            .iter()
+            .map(|c| (c.name.len() + c.arguments.get().len()) as u64)
+            .sum();
+        self.text_bytes + calls
+    }
+
+    pub fn is_synthetic(&self, kind: &str) -> bool {
+        self.synthetic.as_deref() == Some(kind)
+    }
+}
+
+impl<'a> Transcript<'a> {
+    /// The raw text of a record's line without its terminator.
+    pub fn line_text(&self, record: usize) -> &'a str {
+        let r = &self.records[record];
+        let mut end = r.span.end;
+        let src = self.src;
+        if end > r.span.start && src[end - 1] == b'\n' {
+            end -= 1;
+            if end > r.span.start && src[end - 1] == b'\r' {
+                end -= 1;
+            }
+        }
+        // The reader checked every line is UTF-8.
+        std::str::from_utf8(&src[r.span.start..end]).unwrap_or("")
+    }
+
+    /// Indices of input (non-synthetic) items, in file order.
+    pub fn input_items(&self) -> Vec<usize> {
+        (0..self.items.len())
+            .filter(|&i| self.items[i].is_input())
+            .collect()
+    }
+
+    /// Whether the last input item is an assistant message whose calls all have results.
+    pub fn ends_on_completed_turn(&self) -> bool {
+        let Some(last) = self.items.iter().rposition(Item::is_input) else {
+            return false;
+        };
+        let item = &self.items[last];
+        if item.role() != Some(Role::Assistant) {
+            return false;
+        }
+        // Results come after their calls; the last input item has no results after it.
+        item.calls().is_empty()
+    }
+
+    /// The 1-based line number of an item, for messages.
+    pub fn item_line(&self, item: usize) -> usize {
+        self.records[self.items[item].record].line
+    }
+}

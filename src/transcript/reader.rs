@@ -1,0 +1,359 @@
+//! Reads canonical JSONL into a [`Transcript`] without building a JSON tree per line:
+//! each record is deserialized into a borrowed view of just the fields the policy uses.
+
+use super::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
+use crate::error::{Error, Result};
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Parses a canonical transcript. `file` only names the input in error messages.
+pub fn parse<'a>(src: &'a [u8], file: &Path) -> Result<Transcript<'a>> {
+    let bom = if src.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut t = Transcript {
+        src,
+        bom,
+        records: Vec::new(),
+        items: Vec::new(),
+        session: None,
+        unknown_records: 0,
+        orphan_results: Vec::new(),
+        call_owner: HashMap::new(),
+    };
+    let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::new();
+    let mut start = bom;
+    let mut line_no = 0;
+    while start < src.len() {
+        line_no += 1;
+        let (end, text_end) = line_bounds(src, start);
+        let is_last = end == src.len();
+        let text = utf8_line(&src[start..text_end], file, line_no)?;
+        let kind = parse_record(&mut t, text, file, line_no, is_last && end == text_end)?;
+        if let RecordKind::Item(i) = kind {
+            let id = t.items[i].id.clone();
+            if let Some(first) = ids.insert(id.clone(), line_no) {
+                return Err(Error::bad_line(
+                    file,
+                    line_no,
+                    1,
+                    format!("duplicate id {id:?} (first used on line {first})"),
+                ));
+            }
+        }
+        t.records.push(Record {
+            span: start..end,
+            line: line_no,
+            kind,
+        });
+        start = end;
+    }
+    link_results(&mut t);
+    Ok(t)
+}
+
+/// Where the line starting at `start` ends (after its terminator) and where its text ends.
+fn line_bounds(src: &[u8], start: usize) -> (usize, usize) {
+    match memchr::memchr(b'\n', &src[start..]) {
+        Some(off) => {
+            let nl = start + off;
+            let text_end = if nl > start && src[nl - 1] == b'\r' {
+                nl - 1
+            } else {
+                nl
+            };
+            (nl + 1, text_end)
+        }
+        None => (src.len(), src.len()),
+    }
+}
+
+fn utf8_line<'a>(bytes: &'a [u8], file: &Path, line: usize) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let column = String::from_utf8_lossy(&bytes[..e.valid_up_to()])
+            .chars()
+            .count()
+            + 1;
+        Error::bad_line(file, line, column, "invalid UTF-8: expected UTF-8 text")
+    })
+}
+
+fn parse_record<'a>(
+    t: &mut Transcript<'a>,
+    text: &'a str,
+    file: &Path,
+    line: usize,
+    unterminated: bool,
+) -> Result<RecordKind<'a>> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Ok(RecordKind::Blank);
+    }
+    let json_err = |e: serde_json::Error| json_error(e, text, file, line, unterminated);
+    if !trimmed.starts_with('{') {
+        let column = text[..text.len() - trimmed.len()].chars().count() + 1;
+        // A value that is not an object is still checked as JSON first, so that a
+        // broken line says what is broken.
+        serde_json::from_str::<IgnoredAny>(text).map_err(json_err)?;
+        return Err(Error::bad_line(
+            file,
+            line,
+            column,
+            "expected a JSON object (one record per line)",
+        ));
+    }
+    let Some(ty) = record_type(text)
+        .map_or_else(
+            || serde_json::from_str::<Probe>(text).map(|p| p.ty),
+            |t| Ok(Some(Cow::Borrowed(t))),
+        )
+        .map_err(json_err)?
+    else {
+        return Err(Error::bad_line(
+            file,
+            line,
+            1,
+            "expected a \"type\" field in the record",
+        ));
+    };
+    match &*ty {
+        "message" => {
+            let m: MessageRec = serde_json::from_str(text).map_err(json_err)?;
+            let usage = m.usage;
+            let item = Item {
+                record: t.records.len(),
+                id: m.id,
+                turn: m.turn,
+                synthetic: m.synthetic,
+                text_bytes: m.content.map_or(0, |c| c.0),
+                summarized_usage: m.summarized_usage.map(|s| s.usage),
+                call_item: None,
+                kind: ItemKind::Message {
+                    role: m.role,
+                    calls: m.tool_calls.unwrap_or_default(),
+                    usage,
+                },
+            };
+            t.items.push(item);
+            Ok(RecordKind::Item(t.items.len() - 1))
+        }
+        "tool_result" => {
+            let r: ResultRec = serde_json::from_str(text).map_err(json_err)?;
+            t.items.push(Item {
+                record: t.records.len(),
+                id: r.id,
+                turn: r.turn,
+                synthetic: None,
+                text_bytes: r.content.map_or(0, |c| c.0),
+                summarized_usage: None,
+                call_item: None,
+                kind: ItemKind::ToolResult {
+                    call_id: r.call_id,
+                    name: r.name,
+                    is_error: r.is_error.unwrap_or(false),
+                    exit_code: r.exit_code,
+                },
+            });
+            Ok(RecordKind::Item(t.items.len() - 1))
+        }
+        "event" => {
+            let e: EventRec = serde_json::from_str(text).map_err(json_err)?;
+            Ok(RecordKind::Event {
+                name: e.name,
+                id: e.id,
+            })
+        }
+        "session" => {
+            if !t
+                .records
+                .iter()
+                .all(|r| matches!(r.kind, RecordKind::Blank))
+            {
+                return Err(Error::bad_line(
+                    file,
+                    line,
+                    1,
+                    "a \"session\" record is only allowed as the first record",
+                ));
+            }
+            let map: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(text).map_err(json_err)?;
+            t.session = Some(map);
+            Ok(RecordKind::Session)
+        }
+        _ => {
+            t.unknown_records += 1;
+            Ok(RecordKind::Other)
+        }
+    }
+}
+
+/// The common case, `{"type":"x",…`, read without a JSON pass; `None` means "ask serde".
+fn record_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("{\"type\":\"")?;
+    let end = rest.find(|c| c == '"' || c == '\\')?;
+    (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
+}
+
+fn json_error(
+    e: serde_json::Error,
+    text: &str,
+    file: &Path,
+    line: usize,
+    unterminated: bool,
+) -> Error {
+    let byte_col = e.column().saturating_sub(1).min(text.len());
+    let mut cut = byte_col;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let column = text[..cut].chars().count() + 1;
+    let what = if e.is_eof() && unterminated {
+        format!("truncated last line: the record is cut off ({e})")
+    } else {
+        strip_position(&e.to_string())
+    };
+    Error::bad_line(file, line, column, what)
+}
+
+/// serde_json appends " at line L column C"; the location is already in front.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+fn link_results(t: &mut Transcript<'_>) {
+    for i in 0..t.items.len() {
+        for call in t.items[i].calls() {
+            t.call_owner.insert(call.id.clone(), i);
+        }
+        let owner = t.items[i]
+            .result_call_id()
+            .map(|cid| t.call_owner.get(cid).copied());
+        match owner {
+            Some(Some(o)) => t.items[i].call_item = Some(o),
+            Some(None) => t.orphan_results.push(i),
+            None => {}
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Probe<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct MessageRec<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    turn: Option<Cow<'a, str>>,
+    role: Role,
+    #[serde(default)]
+    content: Option<TextLen>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<Call<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(borrow, default)]
+    synthetic: Option<Cow<'a, str>>,
+    #[serde(default)]
+    summarized_usage: Option<SummarizedUsage>,
+}
+
+/// `summarized_usage` of an earlier fallback: the four counts plus `estimated`.
+#[derive(Deserialize)]
+struct SummarizedUsage {
+    #[serde(flatten)]
+    usage: Usage,
+}
+
+#[derive(Deserialize)]
+struct ResultRec<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    turn: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    call_id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    content: Option<TextLen>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    #[serde(default)]
+    exit_code: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct EventRec<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+}
+
+/// The UTF-8 length of a `content` value (a string, or text blocks), measured while
+/// parsing so the text itself is never kept.
+struct TextLen(u64);
+
+impl<'de> Deserialize<'de> for TextLen {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TextLenVisitor)
+    }
+}
+
+struct TextLenVisitor;
+
+impl<'de> Visitor<'de> for TextLenVisitor {
+    type Value = TextLen;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("content as a string or an array of blocks")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<TextLen, E> {
+        Ok(TextLen(s.len() as u64))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<TextLen, E> {
+        Ok(TextLen(0))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextLen, A::Error> {
+        let mut n = 0;
+        while let Some(block) = seq.next_element::<Block>()? {
+            n += block.text.map_or(0, |t| t.0);
+        }
+        Ok(TextLen(n))
+    }
+}
+
+#[derive(Deserialize)]
+struct Block {
+    #[serde(default)]
+    text: Option<StrLen>,
+}
+
+struct StrLen(u64);
+
+impl<'de> Deserialize<'de> for StrLen {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrLen;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<StrLen, E> {
+                Ok(StrLen(s.len() as u64))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
