@@ -1,0 +1,6 @@
+//! The one integration-test binary: runs the real executable with a clean environment.
+
+mod errors;
+mod fidelity;
+mod golden;
+mod support;

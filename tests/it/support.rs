@@ -1,0 +1,39 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The real binary with an environment that does not depend on the machine.
+pub fn cmd() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("rivumi-compact").expect("binary built");
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("NO_COLOR", "1").current_dir(root());
+    c
+}
+
+pub fn run(args: &[&str]) -> Output {
+    cmd().args(args).output().expect("runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Writes `content` to a fresh temporary file named `name` and returns its dir and path.
+pub fn temp_file(name: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, content).expect("write");
+    (dir, path)
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
