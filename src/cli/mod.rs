@@ -127,61 +127,52 @@ pub struct ConfigArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct PolicyArgs {
     /// Input format [auto, rivumi, claude-code, codex, openai, swe-agent, openhands]
-    #[arg(
-        long,
-        value_name = "FORMAT",
-        default_value = "auto",
-        help_heading = "Input"
-    )]
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub input_format: String,
     /// A JSON configuration file (layered over the transcript's session record)
-    #[arg(long, value_name = "FILE", help_heading = "Configuration")]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Which pressure path applies [runtime.kind]
-    #[arg(long, value_name = "KIND", value_parser = ["conversation", "agent-runner"], help_heading = "Configuration")]
+    #[arg(long, value_name = "KIND", value_parser = ["conversation", "agent-runner"])]
     pub runtime: Option<String>,
     /// The conversation runtime advertises native compaction [runtime.native_compaction]
-    #[arg(
-        long,
-        overrides_with = "no_native_compaction",
-        help_heading = "Configuration"
-    )]
+    #[arg(long, overrides_with = "no_native_compaction")]
     pub native_compaction: bool,
     /// The conversation runtime does not advertise native compaction
-    #[arg(long, help_heading = "Configuration")]
+    #[arg(long)]
     pub no_native_compaction: bool,
     /// Provider context capacity in tokens [runtime.context_window]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Configuration")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
     /// Task budget in tokens [task.max_total_tokens]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Configuration")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_total_tokens: Option<u64>,
     /// Both paths fire at >= F, in (0, 1] with at most 4 decimals [threshold]
-    #[arg(long, value_name = "F", value_parser = parse_threshold_flag, help_heading = "Configuration")]
+    #[arg(long, value_name = "F", value_parser = parse_threshold_flag)]
     pub threshold: Option<f64>,
     /// A glob of paths the task may edit; repeatable [workspace.allowed_paths]
-    #[arg(long = "allow", value_name = "GLOB", help_heading = "Configuration")]
+    #[arg(long = "allow", value_name = "GLOB")]
     pub allow: Vec<String>,
     /// A command that verifies the work; repeatable [verification]
-    #[arg(long = "verify", value_name = "CMD", help_heading = "Configuration")]
+    #[arg(long = "verify", value_name = "CMD")]
     pub verify: Vec<String>,
     /// Token estimate where no usage is reported [tokenizer]
-    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "o200k", "cl100k"], help_heading = "Configuration")]
+    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "o200k", "cl100k"])]
     pub tokenizer: Option<String>,
     /// Shell command run before a compaction; may deny it [hooks.pre_compact]
-    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    #[arg(long, value_name = "CMD")]
     pub pre_compact_hook: Option<String>,
     /// Shell command run after a compaction [hooks.post_compact]
-    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    #[arg(long, value_name = "CMD")]
     pub post_compact_hook: Option<String>,
     /// Seconds a hook may run [hooks.timeout_secs]
-    #[arg(long, value_name = "S", help_heading = "Hooks")]
+    #[arg(long, value_name = "S")]
     pub hook_timeout: Option<u64>,
     /// Shell command that writes a checkpoint summary [summarizer]
-    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    #[arg(long, value_name = "CMD")]
     pub summarizer: Option<String>,
     /// The user asked for compaction (like /compact): skip the threshold
-    #[arg(long, help_heading = "Input")]
+    #[arg(long)]
     pub manual: bool,
 }
 

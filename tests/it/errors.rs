@@ -9,59 +9,97 @@ fn bad(content: &[u8], expect: &str) {
     assert_eq!(o.status.code(), Some(3), "stderr: {}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains(expect), "expected {expect:?} in {err:?}");
-    assert!(!out_dir.join("bad").exists(), "nothing is written for a bad input");
-    assert_eq!(std::fs::read(&path).unwrap(), content, "the input is never modified");
+    assert!(
+        !out_dir.join("bad").exists(),
+        "nothing is written for a bad input"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        content,
+        "the input is never modified"
+    );
 }
 
 const OK: &str = r#"{"type":"message","id":"m1","turn":"t1","role":"user","content":"hi"}"#;
 
 #[test]
 fn invalid_json_names_line_and_column() {
-    bad(format!("{OK}\n{{\"type\":\"message\",\"id\":}}\n").as_bytes(), "bad.jsonl:2:24: expected value");
+    bad(
+        format!("{OK}\n{{\"type\":\"message\",\"id\":}}\n").as_bytes(),
+        "bad.jsonl:2:24: expected value",
+    );
 }
 
 #[test]
 fn invalid_utf8_names_the_column() {
-    let mut line = br#"{"type":"message","id":"m2","turn":"t1","role":"user","content":"caf"#.to_vec();
+    let mut line =
+        br#"{"type":"message","id":"m2","turn":"t1","role":"user","content":"caf"#.to_vec();
     line.extend([0xC3, 0x28]);
     line.extend(b"\"}\n");
-    bad(&[OK.as_bytes(), b"\n", &line].concat(), "bad.jsonl:2:69: invalid UTF-8");
+    bad(
+        &[OK.as_bytes(), b"\n", &line].concat(),
+        "bad.jsonl:2:69: invalid UTF-8",
+    );
 }
 
 #[test]
 fn record_without_type() {
-    bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");
+    bad(
+        b"{\"id\":\"x\"}\n",
+        "bad.jsonl:1:1: expected a \"type\" field",
+    );
 }
 
 #[test]
 fn non_object_line() {
-    bad(format!("{OK}\n  [1, 2]\n").as_bytes(), "bad.jsonl:2:3: expected a JSON object");
+    bad(
+        format!("{OK}\n  [1, 2]\n").as_bytes(),
+        "bad.jsonl:2:3: expected a JSON object",
+    );
 }
 
 #[test]
 fn truncated_last_line() {
-    bad(format!("{OK}\n{{\"type\":\"message\",\"id\":\"m2\",\"content\":\"cut").as_bytes(), "bad.jsonl:2:42: truncated last line");
+    bad(
+        format!("{OK}\n{{\"type\":\"message\",\"id\":\"m2\",\"content\":\"cut").as_bytes(),
+        "bad.jsonl:2:42: truncated last line",
+    );
 }
 
 #[test]
 fn duplicate_ids() {
-    bad(format!("{OK}\n{OK}\n").as_bytes(), "bad.jsonl:2:1: duplicate id \"m1\" (first used on line 1)");
+    bad(
+        format!("{OK}\n{OK}\n").as_bytes(),
+        "bad.jsonl:2:1: duplicate id \"m1\" (first used on line 1)",
+    );
 }
 
 #[test]
 fn session_record_not_first() {
-    bad(format!("{OK}\n{{\"type\":\"session\",\"id\":\"s\"}}\n").as_bytes(), "bad.jsonl:2:1: a \"session\" record is only allowed as the first record");
+    bad(
+        format!("{OK}\n{{\"type\":\"session\",\"id\":\"s\"}}\n").as_bytes(),
+        "bad.jsonl:2:1: a \"session\" record is only allowed as the first record",
+    );
 }
 
 #[test]
 fn missing_required_field() {
-    bad(b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n", "bad.jsonl:1:");
-    bad(b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n", "missing field `call_id`");
+    bad(
+        b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n",
+        "bad.jsonl:1:",
+    );
+    bad(
+        b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n",
+        "missing field `call_id`",
+    );
 }
 
 #[test]
 fn wrong_role() {
-    bad(b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"robot\",\"content\":\"x\"}\n", "unknown variant `robot`");
+    bad(
+        b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"robot\",\"content\":\"x\"}\n",
+        "unknown variant `robot`",
+    );
 }
 
 #[test]
@@ -71,7 +109,10 @@ fn negative_usage() {
 
 #[test]
 fn session_value_out_of_range() {
-    bad(b"{\"type\":\"session\",\"id\":\"s\",\"threshold\":1.5}\n", "session record: `threshold`: threshold 1.5 is outside (0, 1]");
+    bad(
+        b"{\"type\":\"session\",\"id\":\"s\",\"threshold\":1.5}\n",
+        "session record: `threshold`: threshold 1.5 is outside (0, 1]",
+    );
 }
 
 #[test]
@@ -79,16 +120,32 @@ fn config_file_unknown_key_and_range() {
     let (dir, input) = temp_file("ok.jsonl", format!("{OK}\n").as_bytes());
     let cfg = dir.path().join("cfg.json");
     for (content, expect) in [
-        (r#"{"runtime":{"kind":"agent-runner","colour":"red"}}"#, "cfg.json: unknown configuration key `runtime.colour`"),
-        (r#"{"threshold":0.85001}"#, "cfg.json: `threshold`: threshold 0.85001 has more than 4 decimals"),
-        (r#"{"task":{"max_total_tokens":-5}}"#, "cfg.json: `task.max_total_tokens`: expected a positive integer, found -5"),
-        (r#"{"verification":"cargo test"}"#, "cfg.json: `verification`: expected an array of strings"),
+        (
+            r#"{"runtime":{"kind":"agent-runner","colour":"red"}}"#,
+            "cfg.json: unknown configuration key `runtime.colour`",
+        ),
+        (
+            r#"{"threshold":0.85001}"#,
+            "cfg.json: `threshold`: threshold 0.85001 has more than 4 decimals",
+        ),
+        (
+            r#"{"task":{"max_total_tokens":-5}}"#,
+            "cfg.json: `task.max_total_tokens`: expected a positive integer, found -5",
+        ),
+        (
+            r#"{"verification":"cargo test"}"#,
+            "cfg.json: `verification`: expected an array of strings",
+        ),
         ("{\"threshold\":", "cfg.json:1:13: invalid JSON"),
     ] {
         std::fs::write(&cfg, content).unwrap();
         let o = run(&["run", path_str(&input), "--config", path_str(&cfg)]);
         assert_eq!(o.status.code(), Some(3), "{content}: {}", stderr(&o));
-        assert!(stderr(&o).contains(expect), "expected {expect:?} in {:?}", stderr(&o));
+        assert!(
+            stderr(&o).contains(expect),
+            "expected {expect:?} in {:?}",
+            stderr(&o)
+        );
     }
 }
 
@@ -96,16 +153,29 @@ fn config_file_unknown_key_and_range() {
 fn unreadable_file_and_empty_directory() {
     let o = run(&["run", "does/not/exist.jsonl"]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("does/not/exist.jsonl: cannot read"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does/not/exist.jsonl: cannot read"),
+        "{}",
+        stderr(&o)
+    );
     let dir = tempfile::tempdir().unwrap();
     let o = run(&["run", path_str(dir.path())]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("no transcripts (*.jsonl) in this directory"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no transcripts (*.jsonl) in this directory"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn bad_flag_value_is_a_usage_error() {
-    for args in [&["run", "x.jsonl", "--threshold", "1.2"][..], &["run", "x.jsonl", "--threshold", "0.12345"], &["run", "x.jsonl", "--max-total-tokens", "-3"], &["run"]] {
+    for args in [
+        &["run", "x.jsonl", "--threshold", "1.2"][..],
+        &["run", "x.jsonl", "--threshold", "0.12345"],
+        &["run", "x.jsonl", "--max-total-tokens", "-3"],
+        &["run"],
+    ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }

@@ -5,7 +5,13 @@
 use crate::support::{cmd, path_str, root};
 use std::path::Path;
 
-const OUTPUTS: &[&str] = &["transcript.jsonl", "decision.json", "journal.jsonl", "summary.md", "reanchor.md"];
+const OUTPUTS: &[&str] = &[
+    "transcript.jsonl",
+    "decision.json",
+    "journal.jsonl",
+    "summary.md",
+    "reanchor.md",
+];
 
 fn case_args(case: &Path) -> Vec<String> {
     let mut args = Vec::new();
@@ -15,7 +21,12 @@ fn case_args(case: &Path) -> Vec<String> {
         args.push(config.to_string_lossy().into_owned());
     }
     if let Ok(extra) = std::fs::read_to_string(case.join("args")) {
-        args.extend(extra.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+        args.extend(
+            extra
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_string),
+        );
     }
     args
 }
@@ -35,9 +46,18 @@ fn golden_cases() {
                 .args(&extra)
                 .output()
                 .unwrap();
-            assert!(o.status.success(), "{}: {}", case.display(), String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "{}: {}",
+                case.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
             let dir = out.path().join("input");
-            let present: Vec<&str> = OUTPUTS.iter().copied().filter(|f| dir.join(f).exists()).collect();
+            let present: Vec<&str> = OUTPUTS
+                .iter()
+                .copied()
+                .filter(|f| dir.join(f).exists())
+                .collect();
             insta::assert_snapshot!("outputs", present.join("\n"));
             for file in &present {
                 let text = std::fs::read_to_string(dir.join(file)).unwrap();
@@ -45,9 +65,17 @@ fn golden_cases() {
             }
             // Running the tool on its own output changes nothing (SPEC 4).
             let first = std::fs::read(dir.join("transcript.jsonl")).unwrap();
-            let again = cmd().args(["run", path_str(&dir.join("transcript.jsonl"))]).args(&extra).output().unwrap();
+            let again = cmd()
+                .args(["run", path_str(&dir.join("transcript.jsonl"))])
+                .args(&extra)
+                .output()
+                .unwrap();
             assert!(again.status.success());
-            assert!(again.stdout == first, "{}: a second run changed the transcript", case.display());
+            assert!(
+                again.stdout == first,
+                "{}: a second run changed the transcript",
+                case.display()
+            );
         });
     });
 }

@@ -1,5 +1,6 @@
 //! The one integration-test binary: runs the real executable with a clean environment.
 
+mod docs;
 mod errors;
 mod fidelity;
 mod golden;

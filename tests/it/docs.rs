@@ -1,0 +1,39 @@
+//! The man page, completions, help and version stay true to the command line.
+
+use crate::support::{root, run, stdout};
+
+#[test]
+fn man_page_is_current() {
+    let o = run(&["man"]);
+    assert!(o.status.success());
+    let committed = std::fs::read(root().join("man/rivumi-compact.1")).expect("man/rivumi-compact.1 is committed");
+    assert!(
+        o.stdout == committed,
+        "man/rivumi-compact.1 is stale: run `cargo run -- man > man/rivumi-compact.1` and commit it"
+    );
+    let page = stdout(&o);
+    for needle in ["COMMAND: RUN", "COMMAND: DECIDE", "COMMAND: CONFIG", "EXIT STATUS", "task.max_total_tokens", "not_enough_history"] {
+        assert!(page.contains(needle), "the man page lacks {needle}");
+    }
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success());
+        let text = stdout(&o);
+        assert!(text.contains("rivumi-compact") && text.contains("max-total-tokens"), "{shell} completion is incomplete");
+    }
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    for cmd in ["run", "decide", "config", "completions"] {
+        let o = run(&[cmd, "--help"]);
+        assert!(o.status.success());
+        assert!(stdout(&o).contains("Example"), "`{cmd} --help` has no example");
+    }
+    let o = run(&["--version"]);
+    assert_eq!(stdout(&o).trim(), format!("rivumi-compact {}", env!("CARGO_PKG_VERSION")));
+}
