@@ -92,25 +92,11 @@ pub const KEYS: &[&str] = &[
     "summarizer_timeout_secs",
 ];
 
-const SECTIONS: &[&str] = &[
-    "runtime",
-    "task",
-    "fallback",
-    "summary",
-    "checkpoint",
-    "reanchor",
-    "workspace",
-    "hooks",
-];
+const SECTIONS: &[&str] = &["runtime", "task", "fallback", "summary", "checkpoint", "reanchor", "workspace", "hooks"];
 
 /// Keys a transcript may not set: they choose what runs on the user's machine.
-const EXECUTABLE: &[&str] = &[
-    "hooks.pre_compact",
-    "hooks.post_compact",
-    "hooks.timeout_secs",
-    "summarizer",
-    "summarizer_timeout_secs",
-];
+const EXECUTABLE: &[&str] =
+    &["hooks.pre_compact", "hooks.post_compact", "hooks.timeout_secs", "summarizer", "summarizer_timeout_secs"];
 
 pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
     "write*",
@@ -217,9 +203,8 @@ impl Config {
         flatten(obj, "", &mut pairs, &mut |_| Ok(()))?;
         for (key, value) in pairs {
             if EXECUTABLE.contains(&key.as_str()) {
-                self.warnings.push(format!(
-                    "ignored `{key}` in the session record: a transcript never chooses what runs"
-                ));
+                self.warnings
+                    .push(format!("ignored `{key}` in the session record: a transcript never chooses what runs"));
                 continue;
             }
             if let Some(k) = known(&key) {
@@ -233,44 +218,26 @@ impl Config {
     /// Applies a `--config` JSON file's object: unknown keys are errors.
     pub fn apply_file(&mut self, value: &Value, file: &Path) -> Result<()> {
         let Value::Object(obj) = value else {
-            return Err(Error::bad_input(
-                file,
-                "expected a JSON object of configuration keys",
-            ));
+            return Err(Error::bad_input(file, "expected a JSON object of configuration keys"));
         };
         let mut pairs = Vec::new();
-        let unknown = |key: &str| {
-            Err(Error::bad_input(
-                file,
-                format!("unknown configuration key `{key}`"),
-            ))
-        };
+        let unknown = |key: &str| Err(Error::bad_input(file, format!("unknown configuration key `{key}`")));
         flatten(obj, "", &mut pairs, &mut |k| unknown(k))?;
         for (key, value) in pairs {
             let Some(k) = known(&key) else {
                 return unknown(&key);
             };
-            self.set(k, value, Layer::ConfigFile)
-                .map_err(|m| Error::bad_input(file, format!("`{key}`: {m}")))?;
+            self.set(k, value, Layer::ConfigFile).map_err(|m| Error::bad_input(file, format!("`{key}`: {m}")))?;
         }
         Ok(())
     }
 
     /// Applies one flag value; the caller reports an error as a usage error.
-    pub fn apply_flag(
-        &mut self,
-        key: &'static str,
-        value: Value,
-    ) -> std::result::Result<(), String> {
+    pub fn apply_flag(&mut self, key: &'static str, value: Value) -> std::result::Result<(), String> {
         self.set(key, value, Layer::Flag)
     }
 
-    fn set(
-        &mut self,
-        key: &'static str,
-        v: Value,
-        layer: Layer,
-    ) -> std::result::Result<(), String> {
+    fn set(&mut self, key: &'static str, v: Value, layer: Layer) -> std::result::Result<(), String> {
         match key {
             "runtime.kind" => {
                 self.runtime = match v.as_str() {
@@ -279,9 +246,7 @@ impl Config {
                     _ => return Err("expected \"conversation\" or \"agent-runner\"".into()),
                 }
             }
-            "runtime.native_compaction" => {
-                self.native_compaction = v.as_bool().ok_or("expected true or false")?
-            }
+            "runtime.native_compaction" => self.native_compaction = v.as_bool().ok_or("expected true or false")?,
             "runtime.context_window" => self.context_window = opt_size(&v)?,
             "task.max_total_tokens" => self.max_total_tokens = opt_size(&v)?,
             "threshold" => self.threshold_bp = threshold_bp(&v)?,
@@ -302,13 +267,7 @@ impl Config {
             "workspace.mode" => self.mode = opt_string(&v)?,
             "workspace.permission" => self.permission = opt_string(&v)?,
             "verification" => self.verification = strings(&v)?,
-            "remaining_steps" => {
-                self.remaining_steps = if v.is_null() {
-                    None
-                } else {
-                    Some(strings(&v)?)
-                }
-            }
+            "remaining_steps" => self.remaining_steps = if v.is_null() { None } else { Some(strings(&v)?) },
             "tokenizer" => {
                 self.tokenizer = match v.as_str() {
                     Some("heuristic") => Tokenizer::Heuristic,
@@ -369,10 +328,7 @@ impl Config {
         let mut out = Map::new();
         for key in KEYS {
             let from = self.sources.get(key).copied().unwrap_or(Layer::Default);
-            out.insert(
-                key.to_string(),
-                json!({"value": self.get(key), "from": from.to_string()}),
-            );
+            out.insert(key.to_string(), json!({"value": self.get(key), "from": from.to_string()}));
         }
         Value::Object(out)
     }
@@ -391,11 +347,7 @@ fn flatten(
     unknown: &mut dyn FnMut(&str) -> Result<()>,
 ) -> Result<()> {
     for (k, v) in obj {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
+        let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
         match v {
             Value::Object(inner) if prefix.is_empty() && SECTIONS.contains(&k.as_str()) => {
                 flatten(inner, &key, out, unknown)?
@@ -408,9 +360,7 @@ fn flatten(
 }
 
 fn size(v: &Value) -> std::result::Result<usize, String> {
-    v.as_u64()
-        .map(|n| n as usize)
-        .ok_or_else(|| format!("expected a non-negative integer, found {v}"))
+    v.as_u64().map(|n| n as usize).ok_or_else(|| format!("expected a non-negative integer, found {v}"))
 }
 
 fn positive(v: &Value) -> std::result::Result<usize, String> {
@@ -439,23 +389,13 @@ fn opt_string(v: &Value) -> std::result::Result<Option<String>, String> {
 }
 
 fn strings(v: &Value) -> std::result::Result<Vec<String>, String> {
-    let arr = v
-        .as_array()
-        .ok_or_else(|| format!("expected an array of strings, found {v}"))?;
-    arr.iter()
-        .map(|s| {
-            s.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("expected a string, found {s}"))
-        })
-        .collect()
+    let arr = v.as_array().ok_or_else(|| format!("expected an array of strings, found {v}"))?;
+    arr.iter().map(|s| s.as_str().map(str::to_string).ok_or_else(|| format!("expected a string, found {s}"))).collect()
 }
 
 /// A threshold in (0, 1] with at most 4 decimals, as basis points.
 pub fn threshold_bp(v: &Value) -> std::result::Result<u64, String> {
-    let f = v
-        .as_f64()
-        .ok_or_else(|| format!("expected a number in (0, 1], found {v}"))?;
+    let f = v.as_f64().ok_or_else(|| format!("expected a number in (0, 1], found {v}"))?;
     parse_threshold(f, &v.to_string())
 }
 

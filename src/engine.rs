@@ -24,11 +24,7 @@ pub struct Settings {
 
 impl Settings {
     /// The configuration for one transcript: defaults < session < file < flags.
-    pub fn config_for(
-        &self,
-        session: Option<&serde_json::Map<String, Value>>,
-        file: &Path,
-    ) -> Result<Config> {
+    pub fn config_for(&self, session: Option<&serde_json::Map<String, Value>>, file: &Path) -> Result<Config> {
         let mut cfg = Config::default();
         if let Some(s) = session {
             cfg.apply_session(s, file)?;
@@ -37,8 +33,7 @@ impl Settings {
             cfg.apply_file(value, path)?;
         }
         for (key, value) in &self.flags {
-            cfg.apply_flag(key, value.clone())
-                .map_err(|m| Error::Usage(format!("--{key}: {m}")))?;
+            cfg.apply_flag(key, value.clone()).map_err(|m| Error::Usage(format!("--{key}: {m}")))?;
         }
         debug_assert!(cfg.sources.values().all(|l| *l >= Layer::Default));
         Ok(cfg)
@@ -68,11 +63,7 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
     let config = settings.config_for(t.session.as_ref(), name)?;
     let mut warnings = config.warnings.clone();
     if t.unknown_records > 0 {
-        warnings.push(format!(
-            "{}: {} record(s) of unknown type passed through",
-            name.display(),
-            t.unknown_records
-        ));
+        warnings.push(format!("{}: {} record(s) of unknown type passed through", name.display(), t.unknown_records));
     }
     for &i in &t.orphan_results {
         let id = &t.items[i].id;
@@ -87,18 +78,12 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
     } else {
         settings.input_format.clone()
     };
-    let mut opts = Options {
-        manual: settings.manual,
-        input_format,
-        denied_by_hook: None,
-    };
+    let mut opts = Options { manual: settings.manual, input_format, denied_by_hook: None };
     let mut plan = policy::plan(&t, &config, &opts);
     if plan.gated && !settings.dry_run {
         if let Some(cmd) = &config.pre_compact {
             let payload = hook_payload("pre_compact", &plan, name, Value::Null);
-            match hooks::pre_compact(cmd, &payload, config.hook_timeout_secs)
-                .map_err(Error::Failed)?
-            {
+            match hooks::pre_compact(cmd, &payload, config.hook_timeout_secs).map_err(Error::Failed)? {
                 Verdict::Allow => {}
                 Verdict::Deny(reason) => {
                     opts.denied_by_hook = Some(reason);
@@ -118,33 +103,19 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
                     (false, json!(m))
                 }
             };
-            plan.journal.push(
-                "post_compact_hook",
-                json!({"outcome": if ok {"ok"} else {"failed"}, "message": message}),
-            );
+            plan.journal
+                .push("post_compact_hook", json!({"outcome": if ok {"ok"} else {"failed"}, "message": message}));
         }
     }
-    Ok(Processed {
-        transcript: t,
-        config,
-        plan,
-        warnings,
-    })
+    Ok(Processed { transcript: t, config, plan, warnings })
 }
 
 fn post_hook_due(plan: &Plan) -> bool {
-    matches!(
-        plan.decision.action,
-        Action::HistoryFallback | Action::LocalCheckpoint
-    )
+    matches!(plan.decision.action, Action::HistoryFallback | Action::LocalCheckpoint)
 }
 
 fn hook_payload(hook: &str, plan: &Plan, name: &Path, event: Value) -> Value {
-    let transcript = if name == Path::new("-") {
-        Value::Null
-    } else {
-        json!(name.display().to_string())
-    };
+    let transcript = if name == Path::new("-") { Value::Null } else { json!(name.display().to_string()) };
     json!({
         "hook": hook,
         "trigger": plan.decision.trigger,

@@ -53,21 +53,11 @@ pub enum Error {
 
 impl Error {
     pub fn bad_line(file: &Path, line: usize, column: usize, message: impl Into<String>) -> Self {
-        Error::BadLine {
-            at: Location {
-                file: file.to_path_buf(),
-                line,
-                column,
-            },
-            message: message.into(),
-        }
+        Error::BadLine { at: Location { file: file.to_path_buf(), line, column }, message: message.into() }
     }
 
     pub fn bad_input(file: &Path, message: impl Into<String>) -> Self {
-        Error::BadInput {
-            file: file.to_path_buf(),
-            message: message.into(),
-        }
+        Error::BadInput { file: file.to_path_buf(), message: message.into() }
     }
 
     pub fn exit(&self) -> Exit {

@@ -50,10 +50,7 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
         let _ = err.read_to_end(&mut s);
         s
     });
-    let status = match child
-        .wait_timeout(Duration::from_secs(timeout_secs))
-        .map_err(|e| e.to_string())?
-    {
+    let status = match child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(|e| e.to_string())? {
         Some(status) => status,
         None => {
             let _ = child.kill();
@@ -64,11 +61,7 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
     let _ = writer.join();
     let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
     let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
-    Ok(Finished {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
+    Ok(Finished { code: status.code(), stdout, stderr })
 }
 
 /// Runs a pre-compact hook: exit 0 allows unless stdout says `{"decision":"deny"}`;
@@ -77,14 +70,10 @@ pub fn pre_compact(cmd: &str, payload: &Value, timeout_secs: u64) -> Result<Verd
     let f = run_command(cmd, payload.to_string().as_bytes(), timeout_secs)?;
     match f.code {
         Some(0) => Ok(json_verdict(&f.stdout)),
-        Some(2) => Ok(Verdict::Deny(first_line(
-            &f.stderr,
-            "denied by exit code 2",
-        ))),
-        Some(c) => Err(format!(
-            "pre-compact hook `{cmd}` failed with exit code {c}: {}",
-            first_line(&f.stderr, "no message")
-        )),
+        Some(2) => Ok(Verdict::Deny(first_line(&f.stderr, "denied by exit code 2"))),
+        Some(c) => {
+            Err(format!("pre-compact hook `{cmd}` failed with exit code {c}: {}", first_line(&f.stderr, "no message")))
+        }
         None => Err(format!("pre-compact hook `{cmd}` was killed by a signal")),
     }
 }
@@ -94,10 +83,7 @@ fn json_verdict(stdout: &str) -> Verdict {
         return Verdict::Allow;
     };
     if v.get("decision").and_then(Value::as_str) == Some("deny") {
-        let reason = v
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or("denied by the hook's JSON decision");
+        let reason = v.get("reason").and_then(Value::as_str).unwrap_or("denied by the hook's JSON decision");
         return Verdict::Deny(reason.to_string());
     }
     Verdict::Allow
@@ -108,19 +94,14 @@ pub fn post_compact(cmd: &str, payload: &Value, timeout_secs: u64) -> Result<(),
     let f = run_command(cmd, payload.to_string().as_bytes(), timeout_secs)?;
     match f.code {
         Some(0) => Ok(()),
-        Some(c) => Err(format!(
-            "post-compact hook `{cmd}` failed with exit code {c}: {}",
-            first_line(&f.stderr, "no message")
-        )),
+        Some(c) => {
+            Err(format!("post-compact hook `{cmd}` failed with exit code {c}: {}", first_line(&f.stderr, "no message")))
+        }
         None => Err(format!("post-compact hook `{cmd}` was killed by a signal")),
     }
 }
 
 fn first_line(s: &str, default: &str) -> String {
-    let line = s
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or(default);
+    let line = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(default);
     crate::render::escape_controls(line)
 }

@@ -12,30 +12,19 @@ pub fn render() -> Vec<u8> {
     let mut out = Vec::new();
     man.render_title(&mut out).expect("write to memory");
     man.render_name_section(&mut out).expect("write to memory");
-    man.render_synopsis_section(&mut out)
-        .expect("write to memory");
-    man.render_description_section(&mut out)
-        .expect("write to memory");
-    man.render_options_section(&mut out)
-        .expect("write to memory");
+    man.render_synopsis_section(&mut out).expect("write to memory");
+    man.render_description_section(&mut out).expect("write to memory");
+    man.render_options_section(&mut out).expect("write to memory");
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let mut roff = Roff::new();
-        roff.control(
-            "SH",
-            [format!("COMMAND: {}", sub.get_name().to_uppercase()).as_str()],
-        );
+        roff.control("SH", [format!("COMMAND: {}", sub.get_name().to_uppercase()).as_str()]);
         let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
         roff.text([roman(about)]);
-        let full: &'static str =
-            Box::leak(format!("rivumi-compact {}", sub.get_name()).into_boxed_str());
+        let full: &'static str = Box::leak(format!("rivumi-compact {}", sub.get_name()).into_boxed_str());
         let sub_man = clap_mangen::Man::new(sub.clone().name(full));
         let mut section = Vec::new();
-        sub_man
-            .render_synopsis_section(&mut section)
-            .expect("write to memory");
-        sub_man
-            .render_options_section(&mut section)
-            .expect("write to memory");
+        sub_man.render_synopsis_section(&mut section).expect("write to memory");
+        sub_man.render_options_section(&mut section).expect("write to memory");
         out.extend(roff.render().into_bytes());
         out.extend(section);
         if let Some(after) = sub.get_after_help() {
@@ -48,8 +37,7 @@ pub fn render() -> Vec<u8> {
         }
     }
     out.extend(extra_sections().into_bytes());
-    man.render_version_section(&mut out)
-        .expect("write to memory");
+    man.render_version_section(&mut out).expect("write to memory");
     out
 }
 
@@ -76,7 +64,10 @@ fn extra_sections() -> String {
         ("0", "success, also when nothing needed compaction, and when stdout is closed early by a reader such as head"),
         ("1", "check found differences, or validate found violations"),
         ("2", "usage error, found before any input is read"),
-        ("3", "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message)"),
+        (
+            "3",
+            "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message)",
+        ),
         ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
     ] {
         roff.control("TP", []);
@@ -84,8 +75,6 @@ fn extra_sections() -> String {
         roff.text([roman(meaning)]);
     }
     roff.control("SH", ["ENVIRONMENT"]);
-    roff.text([roman(
-        "NO_COLOR: when set, check prints diffs without colour.",
-    )]);
+    roff.text([roman("NO_COLOR: when set, check prints diffs without colour.")]);
     roff.render()
 }

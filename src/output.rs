@@ -48,19 +48,10 @@ fn write_injected(w: &mut dyn Write, line: &str, ends_with_newline: &mut bool) -
 }
 
 /// Writes a file atomically: a temporary file in the same folder, then a rename.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".rivumi-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").tempfile_in(dir)?;
     {
         let mut buf = io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         write(&mut buf)?;

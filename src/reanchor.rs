@@ -6,14 +6,15 @@ use crate::render::ReanchorFacts;
 use crate::transcript::{Item, Transcript};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// Gathers the facts. `used`/`limit` are the decision's figures.
 pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let write_tools = name_set(&cfg.write_tools);
     let shell_tools = name_set(&cfg.shell_tools);
-    let mut changed: Vec<String> = Vec::new();
-    let mut recent: Vec<String> = Vec::new();
-    let mut check: Option<String> = None;
+    let mut changed = Recency::default();
+    let mut recent = Recency::default();
+    let mut latest_check: Option<(usize, &str, &str)> = None;
     let mut steps: Option<Vec<String>> = None;
     let failed = failed_calls(t);
     for (i, item) in t.items.iter().enumerate() {
@@ -24,29 +25,19 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             let is_shell = shell_tools.is_match(call.name.as_ref());
             let command = if is_shell { shell_command(&args) } else { None };
             let is_write = write_tools.is_match(call.name.as_ref());
-            if is_write
-                || command
-                    .as_deref()
-                    .is_some_and(|c| c.contains("apply_patch"))
-            {
+            if is_write || command.as_deref().is_some_and(|c| c.contains("apply_patch")) {
                 collect_patch_headers(&args, &mut paths);
             }
-            let paths: Vec<String> = paths
-                .iter()
-                .map(|p| normalise(p, cfg.root.as_deref()))
-                .collect();
-            push_recent(&mut recent, &paths);
-            if (is_write
-                || command
-                    .as_deref()
-                    .is_some_and(|c| c.contains("apply_patch")))
+            let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.root.as_deref())).collect();
+            recent.touch(&paths);
+            if (is_write || command.as_deref().is_some_and(|c| c.contains("apply_patch")))
                 && !failed.contains(&(i, call.id.to_string()))
             {
-                push_recent(&mut changed, &paths);
+                changed.touch(&paths);
             }
             if let Some(cmd) = command {
                 if let Some(v) = cfg.verification.iter().find(|v| starts_with_word(&cmd, v)) {
-                    check = Some(check_status(t, i, &call.id, v));
+                    latest_check = Some((i, call.id.as_ref(), v.as_str()));
                 }
             }
             if let Some(s) = plan_steps(&call.name, &args) {
@@ -54,15 +45,13 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             }
         }
     }
+    let check = latest_check.map(|(owner, id, v)| check_status(t, owner, id, v));
+    let changed = changed.newest_first();
     let outside = outside_allowed(&changed, &cfg.allowed_paths);
     ReanchorFacts {
-        changed_files: changed
-            .into_iter()
-            .rev()
-            .map(|p| flag(p, &outside))
-            .collect(),
+        changed_files: changed.into_iter().map(|p| flag(p, &outside)).collect(),
         check_status: check.unwrap_or_else(|| "unknown (no verification command has run)".into()),
-        recent_paths: recent.into_iter().rev().collect(),
+        recent_paths: recent.newest_first(),
         allowed_paths: cfg.allowed_paths.clone(),
         verification: cfg.verification.clone(),
         remaining_steps: cfg.remaining_steps.clone().or(steps).unwrap_or_default(),
@@ -110,11 +99,7 @@ fn key_paths(args: &Value, keys: &[String]) -> Vec<String> {
     let Value::Object(map) = args else {
         return Vec::new();
     };
-    keys.iter()
-        .filter_map(|k| map.get(k)?.as_str())
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect()
+    keys.iter().filter_map(|k| map.get(k)?.as_str()).filter(|p| !p.is_empty()).map(str::to_string).collect()
 }
 
 /// File headers inside patches and unified diffs, in every string argument.
@@ -123,14 +108,9 @@ fn collect_patch_headers(args: &Value, out: &mut Vec<String>) {
         Value::String(s) => {
             for line in s.lines() {
                 let line = line.trim_end_matches('\r');
-                let path = [
-                    "*** Update File: ",
-                    "*** Add File: ",
-                    "*** Delete File: ",
-                    "+++ b/",
-                ]
-                .iter()
-                .find_map(|h| line.strip_prefix(h));
+                let path = ["*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/"]
+                    .iter()
+                    .find_map(|h| line.strip_prefix(h));
                 if let Some(p) = path.map(str::trim).filter(|p| !p.is_empty()) {
                     out.push(p.to_string());
                 }
@@ -145,10 +125,7 @@ fn collect_patch_headers(args: &Value, out: &mut Vec<String>) {
 /// `./a` is `a`; an absolute path under the workspace root becomes relative.
 pub fn normalise(path: &str, root: Option<&str>) -> String {
     let mut p = path.trim();
-    if let Some(root) = root
-        .map(|r| r.trim_end_matches('/'))
-        .filter(|r| !r.is_empty())
-    {
+    if let Some(root) = root.map(|r| r.trim_end_matches('/')).filter(|r| !r.is_empty()) {
         if let Some(rest) = p.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
             p = rest;
         }
@@ -159,11 +136,25 @@ pub fn normalise(path: &str, root: Option<&str>) -> String {
     p.to_string()
 }
 
-/// Moves each path to the newest end of the list, keeping entries distinct.
-fn push_recent(list: &mut Vec<String>, paths: &[String]) {
-    for p in paths {
-        list.retain(|q| q != p);
-        list.push(p.clone());
+/// Distinct paths with the moment each was last seen, newest first on output.
+#[derive(Default)]
+struct Recency {
+    last_seen: HashMap<String, usize>,
+    clock: usize,
+}
+
+impl Recency {
+    fn touch(&mut self, paths: &[String]) {
+        for p in paths {
+            self.clock += 1;
+            self.last_seen.insert(p.clone(), self.clock);
+        }
+    }
+
+    fn newest_first(self) -> Vec<String> {
+        let mut v: Vec<(String, usize)> = self.last_seen.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.into_iter().map(|(p, _)| p).collect()
     }
 }
 
@@ -177,11 +168,7 @@ pub fn shell_command(args: &Value) -> Option<String> {
         Value::String(s) => s.clone(),
         Value::Array(a) => a
             .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string())
-            })
+            .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
             .collect::<Vec<_>>()
             .join(" "),
         _ => return None,
@@ -190,20 +177,11 @@ pub fn shell_command(args: &Value) -> Option<String> {
 }
 
 fn unwrap_shell(cmd: &str) -> String {
-    for prefix in [
-        "bash -lc ",
-        "bash -c ",
-        "sh -c ",
-        "sh -lc ",
-        "zsh -lc ",
-        "zsh -c ",
-    ] {
+    for prefix in ["bash -lc ", "bash -c ", "sh -c ", "sh -lc ", "zsh -lc ", "zsh -c "] {
         if let Some(rest) = cmd.strip_prefix(prefix) {
             let rest = rest.trim();
-            let unquoted = ['"', '\'']
-                .iter()
-                .find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q)))
-                .unwrap_or(rest);
+            let unquoted =
+                ['"', '\''].iter().find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q))).unwrap_or(rest);
             return unquoted.trim().to_string();
         }
     }
@@ -214,9 +192,7 @@ fn unwrap_shell(cmd: &str) -> String {
 pub fn starts_with_word(cmd: &str, prefix: &str) -> bool {
     let prefix = prefix.trim();
     !prefix.is_empty()
-        && cmd
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+        && cmd.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
 }
 
 fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -> String {
@@ -271,11 +247,7 @@ fn outside_allowed(paths: &[String], allowed: &[String]) -> Vec<String> {
         }
     }
     let set = b.build().unwrap_or_else(|_| GlobSet::empty());
-    paths
-        .iter()
-        .filter(|p| !set.is_match(p.as_str()))
-        .cloned()
-        .collect()
+    paths.iter().filter(|p| !set.is_match(p.as_str())).cloned().collect()
 }
 
 fn flag(path: String, outside: &[String]) -> String {

@@ -13,11 +13,7 @@ const BAR: usize = 40;
 pub fn decision_report(done: &Processed<'_>) -> String {
     let d = &done.plan.decision;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "path:        {} (denominator: {})",
-        d.path, d.denominator
-    );
+    let _ = writeln!(out, "path:        {} (denominator: {})", d.path, d.denominator);
     let figure = |v: Option<u64>| v.map_or("unknown".to_string(), |n| n.to_string());
     let est = if d.estimated { " (estimated)" } else { "" };
     let _ = writeln!(out, "used:        {}{est}", figure(d.used));
@@ -51,29 +47,15 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
         return String::new();
     }
     let mark = ((cfg.threshold_bp as usize * BAR) / 10_000).min(BAR);
-    let mut out = format!(
-        "\nper turn ({} against {limit}; | marks the threshold):\n",
-        done.plan.decision.denominator
-    );
-    let width = rows
-        .iter()
-        .map(|(turn, _)| turn.chars().count())
-        .max()
-        .unwrap_or(4)
-        .min(24);
+    let mut out = format!("\nper turn ({} against {limit}; | marks the threshold):\n", done.plan.decision.denominator);
+    let width = rows.iter().map(|(turn, _)| turn.chars().count()).max().unwrap_or(4).min(24);
     for (turn, fig) in rows {
         let filled = ((fig.tokens as u128 * BAR as u128) / limit as u128).min(BAR as u128) as usize;
-        let mut bar: Vec<char> = (0..BAR)
-            .map(|i| if i < filled { '#' } else { '.' })
-            .collect();
+        let mut bar: Vec<char> = (0..BAR).map(|i| if i < filled { '#' } else { '.' }).collect();
         if mark < BAR {
             bar[mark] = '|';
         }
-        let over = if policy::reaches(fig.tokens, limit, cfg.threshold_bp) {
-            "  >= threshold"
-        } else {
-            ""
-        };
+        let over = if policy::reaches(fig.tokens, limit, cfg.threshold_bp) { "  >= threshold" } else { "" };
         let name = escape_controls(&crate::render::cut(&turn, width));
         let _ = writeln!(
             out,
@@ -120,11 +102,7 @@ fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
                 }
                 next += 1;
             }
-            let fig = if conversation {
-                occupancy_upto(done, est, end)
-            } else {
-                cumulative
-            };
+            let fig = if conversation { occupancy_upto(done, est, end) } else { cumulative };
             (turn, fig)
         })
         .collect()
@@ -136,13 +114,9 @@ fn occupancy_upto(done: &Processed<'_>, est: &[u64], end: usize) -> Figure {
     let start = policy::context_start(t).min(end);
     match (start..=end).rev().find(|&i| t.items[i].usage().is_some()) {
         Some(i) => Figure {
-            tokens: t.items[i].usage().map_or(0, |u| u.size())
-                + est[i + 1..=end].iter().sum::<u64>(),
+            tokens: t.items[i].usage().map_or(0, |u| u.size()) + est[i + 1..=end].iter().sum::<u64>(),
             estimated: i < end,
         },
-        None => Figure {
-            tokens: est[start..=end].iter().sum(),
-            estimated: true,
-        },
+        None => Figure { tokens: est[start..=end].iter().sum(), estimated: true },
     }
 }

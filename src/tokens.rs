@@ -16,12 +16,10 @@ fn bpe(tokenizer: Tokenizer) -> Option<&'static CoreBPE> {
     // The vocabularies ship inside the tiktoken-rs crate: no network at run time.
     match tokenizer {
         Tokenizer::Heuristic => None,
-        Tokenizer::O200k => {
-            Some(O200K.get_or_init(|| tiktoken_rs::o200k_base().expect("bundled o200k vocabulary")))
+        Tokenizer::O200k => Some(O200K.get_or_init(|| tiktoken_rs::o200k_base().expect("bundled o200k vocabulary"))),
+        Tokenizer::Cl100k => {
+            Some(CL100K.get_or_init(|| tiktoken_rs::cl100k_base().expect("bundled cl100k vocabulary")))
         }
-        Tokenizer::Cl100k => Some(
-            CL100K.get_or_init(|| tiktoken_rs::cl100k_base().expect("bundled cl100k vocabulary")),
-        ),
     }
 }
 
@@ -36,19 +34,14 @@ pub fn count_text(text: &str, tokenizer: Tokenizer) -> u64 {
 /// The estimate of every item, in item order.
 pub fn item_estimates(t: &Transcript<'_>, tokenizer: Tokenizer) -> Vec<u64> {
     let Some(b) = bpe(tokenizer) else {
-        return t
-            .items
-            .iter()
-            .map(|i| heuristic(i.estimate_bytes()))
-            .collect();
+        return t.items.iter().map(|i| heuristic(i.estimate_bytes())).collect();
     };
     (0..t.items.len())
         .map(|i| {
             let item = &t.items[i];
             let mut n = b.encode_ordinary(&item_text(t, i)).len();
             for call in item.calls() {
-                n += b.encode_ordinary(&call.name).len()
-                    + b.encode_ordinary(call.arguments.get()).len();
+                n += b.encode_ordinary(&call.name).len() + b.encode_ordinary(call.arguments.get()).len();
             }
             n as u64
         })

@@ -56,14 +56,8 @@ fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
         ("task.max_total_tokens", p.max_total_tokens.map(Value::from)),
         ("threshold", p.threshold.map(Value::from)),
         ("tokenizer", p.tokenizer.clone().map(Value::from)),
-        (
-            "hooks.pre_compact",
-            p.pre_compact_hook.clone().map(Value::from),
-        ),
-        (
-            "hooks.post_compact",
-            p.post_compact_hook.clone().map(Value::from),
-        ),
+        ("hooks.pre_compact", p.pre_compact_hook.clone().map(Value::from)),
+        ("hooks.post_compact", p.post_compact_hook.clone().map(Value::from)),
     ];
     flags.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
     if let Some(s) = p.hook_timeout {
@@ -89,20 +83,12 @@ fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
         None => None,
         Some(path) => Some((path.clone(), read_config_file(path)?)),
     };
-    Ok(Settings {
-        config_file,
-        flags,
-        manual: p.manual,
-        dry_run,
-        input_format: p.input_format.clone(),
-    })
+    Ok(Settings { config_file, flags, manual: p.manual, dry_run, input_format: p.input_format.clone() })
 }
 
 fn read_config_file(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::bad_input(path, format!("cannot read: {e}")))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::bad_line(path, e.line(), e.column(), format!("invalid JSON: {e}")))
+    let text = std::fs::read_to_string(path).map_err(|e| Error::bad_input(path, format!("cannot read: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| Error::bad_line(path, e.line(), e.column(), format!("invalid JSON: {e}")))
 }
 
 /// Reads one input and turns it into canonical JSONL bytes.
@@ -111,11 +97,7 @@ fn load(input: &Input, format: &str) -> Result<(Vec<u8>, String)> {
     crate::formats::import(raw, &input.path, format)
 }
 
-fn with_processed<T>(
-    input: &Input,
-    settings: &Settings,
-    f: impl FnOnce(&Processed<'_>) -> Result<T>,
-) -> Result<T> {
+fn with_processed<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Processed<'_>) -> Result<T>) -> Result<T> {
     let (canonical, format) = load(input, &settings.input_format)?;
     let mut s = settings.clone();
     s.input_format = format;
@@ -125,11 +107,7 @@ fn with_processed<T>(
 
 fn run(args: RunArgs) -> Result<Exit> {
     let settings = settings(&args.policy, args.dry_run)?;
-    let inputs = inputs::expand(
-        &args.inputs,
-        &args.policy.input_format,
-        args.out_dir.as_deref(),
-    )?;
+    let inputs = inputs::expand(&args.inputs, &args.policy.input_format, args.out_dir.as_deref())?;
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
         return Err(Error::Usage(format!(
             "{} inputs need --out-dir (one input prints its transcript on stdout)",
@@ -144,16 +122,8 @@ fn run(args: RunArgs) -> Result<Exit> {
         let input = &inputs[0];
         return with_processed(input, &settings, |done| {
             print_warnings(done);
-            eprintln!(
-                "rivumi-compact: {}: {}",
-                display(input),
-                escape_controls(&done.plan.decision.one_line())
-            );
-            let emit = args.emit.unwrap_or(if args.dry_run {
-                Emit::Decision
-            } else {
-                Emit::Transcript
-            });
+            eprintln!("rivumi-compact: {}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
+            let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
             stdout_write(|w| emit_to(w, done, emit))
         });
     }
@@ -162,30 +132,24 @@ fn run(args: RunArgs) -> Result<Exit> {
 
 /// Several inputs (or an out-dir): processed in parallel, reported in input order.
 fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Exit> {
-    let results: Vec<Result<(String, Vec<String>)>> = inputs
+    let results: Vec<Result<(String, Vec<String>, bool)>> = inputs
         .par_iter()
         .map(|input| {
             with_processed(input, settings, |done| {
                 if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
                     write_out_dir(&dir.join(&input.out_name), done)?;
                 }
-                let line = format!(
-                    "{}: {}",
-                    display(input),
-                    escape_controls(&done.plan.decision.one_line())
-                );
-                Ok((line, done.warnings.clone()))
+                let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
+                Ok((line, done.warnings.clone(), done.plan.changes()))
             })
         })
         .collect();
     let (mut failed, mut compacted) = (0, 0);
     for r in &results {
         match r {
-            Ok((line, warnings)) => {
+            Ok((line, warnings, changed)) => {
                 warnings.iter().for_each(|w| warn(w));
-                if !line.ends_with("-> none") && !line.contains("-> none [") {
-                    compacted += 1;
-                }
+                compacted += usize::from(*changed);
                 eprintln!("rivumi-compact: {line}");
             }
             Err(e) => {
@@ -232,10 +196,7 @@ fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
     };
     for i in inputs.iter().filter(|i| !i.is_stdin()) {
         if std::fs::canonicalize(&i.path).is_ok_and(|p| p == dir) {
-            return Err(Error::Usage(format!(
-                "--out-dir {} is an input",
-                dir.display()
-            )));
+            return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
         }
     }
     Ok(())
@@ -266,9 +227,7 @@ fn emit_to(w: &mut dyn Write, done: &Processed<'_>, emit: Emit) -> io::Result<()
 
 /// The out-dir layout for one input, each file written atomically.
 pub fn write_out_dir(dir: &Path, done: &Processed<'_>) -> Result<()> {
-    let io_err = |p: PathBuf| {
-        move |e: io::Error| Error::Failed(format!("{}: cannot write: {e}", p.display()))
-    };
+    let io_err = |p: PathBuf| move |e: io::Error| Error::Failed(format!("{}: cannot write: {e}", p.display()));
     let mut files: Vec<(&str, Emit)> = vec![
         ("transcript.jsonl", Emit::Transcript),
         ("decision.json", Emit::Decision),
@@ -294,19 +253,14 @@ fn stdout_write(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<Exit
     match f(&mut w).and_then(|_| w.flush()) {
         Ok(()) => Ok(Exit::Ok),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Exit::Ok),
-        Err(e) => Err(Error::Failed(format!(
-            "cannot write to standard output: {e}"
-        ))),
+        Err(e) => Err(Error::Failed(format!("cannot write to standard output: {e}"))),
     }
 }
 
 fn single_input(arg: &str, format: &str) -> Result<Input> {
     let mut inputs = inputs::expand(&[arg.to_string()], format, None)?;
     if inputs.len() != 1 {
-        return Err(Error::Usage(format!(
-            "`{arg}` names {} transcripts; this command takes one",
-            inputs.len()
-        )));
+        return Err(Error::Usage(format!("`{arg}` names {} transcripts; this command takes one", inputs.len())));
     }
     Ok(inputs.remove(0))
 }

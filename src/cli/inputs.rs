@@ -25,13 +25,11 @@ impl Input {
     pub fn read(&self) -> Result<Vec<u8>> {
         if self.is_stdin() {
             let mut buf = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf).map_err(|e| {
-                Error::bad_input(&self.path, format!("cannot read standard input: {e}"))
-            })?;
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf)
+                .map_err(|e| Error::bad_input(&self.path, format!("cannot read standard input: {e}")))?;
             return Ok(buf);
         }
-        std::fs::read(&self.path)
-            .map_err(|e| Error::bad_input(&self.path, format!("cannot read: {e}")))
+        std::fs::read(&self.path).map_err(|e| Error::bad_input(&self.path, format!("cannot read: {e}")))
     }
 }
 
@@ -51,10 +49,7 @@ pub fn expand(args: &[String], format: &str, exclude: Option<&Path>) -> Result<V
     let mut out = Vec::new();
     for arg in args {
         if arg == "-" {
-            out.push(Input {
-                path: PathBuf::from("-"),
-                out_name: PathBuf::from("stdin"),
-            });
+            out.push(Input { path: PathBuf::from("-"), out_name: PathBuf::from("stdin") });
             continue;
         }
         let path = PathBuf::from(arg);
@@ -76,27 +71,14 @@ pub fn expand(args: &[String], format: &str, exclude: Option<&Path>) -> Result<V
             let matcher = glob.compile_matcher();
             let before = out.len();
             if root.is_dir() {
-                walk(
-                    &root,
-                    &root,
-                    &[],
-                    exclude.as_deref(),
-                    Some(&|p: &Path| matcher.is_match(p)),
-                    &mut out,
-                )?;
+                walk(&root, &root, &[], exclude.as_deref(), Some(&|p: &Path| matcher.is_match(p)), &mut out)?;
             }
             if out.len() == before {
                 return Err(Error::bad_input(&path, "the glob matches no file"));
             }
         } else {
-            let name = path
-                .file_stem()
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("input"));
-            out.push(Input {
-                path,
-                out_name: name,
-            });
+            let name = path.file_stem().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("input"));
+            out.push(Input { path, out_name: name });
         }
     }
     Ok(out)
@@ -146,18 +128,12 @@ fn walk(
             continue;
         }
         let ext_ok = exts.is_empty() || p.extension().is_some_and(|e| exts.iter().any(|x| e == *x));
-        let norm: PathBuf = p
-            .components()
-            .filter(|c| !matches!(c, Component::CurDir))
-            .collect();
+        let norm: PathBuf = p.components().filter(|c| !matches!(c, Component::CurDir)).collect();
         if !ext_ok || filter.is_some_and(|f| !f(&p) && !f(&norm)) {
             continue;
         }
         let rel = p.strip_prefix(root).unwrap_or(&p).with_extension("");
-        out.push(Input {
-            path: p,
-            out_name: rel,
-        });
+        out.push(Input { path: p, out_name: rel });
     }
     Ok(())
 }

@@ -43,19 +43,13 @@ pub enum Command {
   rivumi-compact run session.jsonl --dry-run")]
     Run(RunArgs),
     /// Show the decision and its reasons, with the ratio per turn against the denominator
-    #[command(
-        after_help = "Example:\n  rivumi-compact decide session.jsonl --max-total-tokens 100000"
-    )]
+    #[command(after_help = "Example:\n  rivumi-compact decide session.jsonl --max-total-tokens 100000")]
     Decide(DecideArgs),
     /// Print the merged configuration and the layer each value came from
-    #[command(
-        after_help = "Example:\n  rivumi-compact config session.jsonl --config rivumi.json --threshold 0.9"
-    )]
+    #[command(after_help = "Example:\n  rivumi-compact config session.jsonl --config rivumi.json --threshold 0.9")]
     Config(ConfigArgs),
     /// Print a shell completion script
-    #[command(
-        after_help = "Example:\n  rivumi-compact completions bash > /etc/bash_completion.d/rivumi-compact"
-    )]
+    #[command(after_help = "Example:\n  rivumi-compact completions bash > /etc/bash_completion.d/rivumi-compact")]
     Completions {
         /// The shell to generate for
         shell: Shell,

@@ -5,30 +5,15 @@ use crate::error::{Error, Result};
 use std::path::Path;
 
 /// The formats `--input-format` accepts.
-pub const FORMATS: &[&str] = &[
-    "auto",
-    "rivumi",
-    "claude-code",
-    "codex",
-    "openai",
-    "swe-agent",
-    "openhands",
-];
+pub const FORMATS: &[&str] = &["auto", "rivumi", "claude-code", "codex", "openai", "swe-agent", "openhands"];
 
 /// Turns an input into canonical JSONL; returns the bytes and the format's name.
 /// Canonical input is returned as it is (byte fidelity).
 pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<(Vec<u8>, String)> {
-    let format = if format == "auto" {
-        detect(&raw)
-    } else {
-        format
-    };
+    let format = if format == "auto" { detect(&raw) } else { format };
     match format {
         "rivumi" => Ok((raw, "rivumi".into())),
-        other => Err(Error::bad_input(
-            file,
-            format!("the {other} importer is not available in this version"),
-        )),
+        other => Err(Error::bad_input(file, format!("the {other} importer is not available in this version"))),
     }
 }
 
@@ -40,10 +25,7 @@ pub fn detect(raw: &[u8]) -> &'static str {
         return "openhands";
     }
     if trimmed.starts_with('{')
-        && !trimmed
-            .lines()
-            .next()
-            .is_some_and(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+        && !trimmed.lines().next().is_some_and(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
     {
         // A pretty-printed JSON document: SWE-agent trajectories and OpenHands dumps.
         return if trimmed.contains("\"history\"") && trimmed.contains("\"tool_call_ids\"") {
@@ -62,14 +44,7 @@ pub fn detect(raw: &[u8]) -> &'static str {
     };
     let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("");
     if v.get("payload").is_some()
-        && [
-            "session_meta",
-            "turn_context",
-            "response_item",
-            "event_msg",
-            "compacted",
-        ]
-        .contains(&ty)
+        && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty)
     {
         return "codex";
     }

@@ -18,12 +18,7 @@ impl Boundary {
 }
 
 /// Computes the boundary over `inputs` (item indices of the input items, in order).
-pub fn boundary(
-    t: &Transcript<'_>,
-    inputs: &[usize],
-    protect_first: usize,
-    retain_last: usize,
-) -> Boundary {
+pub fn boundary(t: &Transcript<'_>, inputs: &[usize], protect_first: usize, retain_last: usize) -> Boundary {
     let n = inputs.len();
     let call_pos = call_positions(t, inputs);
     // suffix_min[k]: the earliest call position answered by a result at or after k.
@@ -53,10 +48,7 @@ pub fn boundary(
             r = earliest;
         }
         if (p, r) == (p0, r0) {
-            return Boundary {
-                protected_end: p,
-                retained_start: r,
-            };
+            return Boundary { protected_end: p, retained_start: r };
         }
     }
 }

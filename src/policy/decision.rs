@@ -34,59 +34,23 @@ pub struct Reason {
 
 impl Reason {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Reason {
-            code,
-            message: message.into(),
-        }
+        Reason { code, message: message.into() }
     }
 }
 
 /// Every reason code the tool emits, with what it means (README and man page list them).
 pub const REASON_CODES: &[(&str, &str)] = &[
-    (
-        "native_compaction_not_advertised",
-        "conversation runtime without native compaction: it never auto-compacts",
-    ),
-    (
-        "context_window_unknown",
-        "conversation runtime without a known context window",
-    ),
-    (
-        "max_total_tokens_unknown",
-        "agent runner without a task budget",
-    ),
-    (
-        "below_threshold",
-        "usage is below the threshold of the denominator that applies",
-    ),
-    (
-        "turn_in_progress",
-        "the transcript does not end on a completed turn",
-    ),
-    (
-        "compaction_pending",
-        "an earlier compaction request has not completed",
-    ),
-    (
-        "reminder_already_injected",
-        "the one-shot pressure reminder is already in the transcript",
-    ),
-    (
-        "fallback_already_applied",
-        "the history fallback runs at most once per transcript",
-    ),
-    (
-        "not_enough_history",
-        "fewer eligible items than fallback.min_eligible after extending the boundary",
-    ),
-    (
-        "denied_by_hook",
-        "the pre-compact hook denied the compaction",
-    ),
-    (
-        "checkpoint_refused",
-        "a local checkpoint would break its invariants",
-    ),
+    ("native_compaction_not_advertised", "conversation runtime without native compaction: it never auto-compacts"),
+    ("context_window_unknown", "conversation runtime without a known context window"),
+    ("max_total_tokens_unknown", "agent runner without a task budget"),
+    ("below_threshold", "usage is below the threshold of the denominator that applies"),
+    ("turn_in_progress", "the transcript does not end on a completed turn"),
+    ("compaction_pending", "an earlier compaction request has not completed"),
+    ("reminder_already_injected", "the one-shot pressure reminder is already in the transcript"),
+    ("fallback_already_applied", "the history fallback runs at most once per transcript"),
+    ("not_enough_history", "fewer eligible items than fallback.min_eligible after extending the boundary"),
+    ("denied_by_hook", "the pre-compact hook denied the compaction"),
+    ("checkpoint_refused", "a local checkpoint would break its invariants"),
 ];
 
 #[derive(Debug, Clone, Serialize)]
@@ -119,20 +83,10 @@ impl Decision {
             (Some(u), None) => format!("{u} tokens, {} unknown", self.denominator),
             _ => format!("{} unknown", self.denominator),
         };
-        let ratio = self.ratio.map_or(String::new(), |r| {
-            format!(" (ratio {r:.4}, threshold {})", self.threshold)
-        });
+        let ratio = self.ratio.map_or(String::new(), |r| format!(" (ratio {r:.4}, threshold {})", self.threshold));
         let est = if self.estimated { ", estimated" } else { "" };
         let reasons: Vec<&str> = self.reasons.iter().map(|r| r.code).collect();
-        let why = if reasons.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", reasons.join(", "))
-        };
-        format!(
-            "{}: {figure}{ratio}{est} -> {}{why}",
-            self.path,
-            self.action.as_str()
-        )
+        let why = if reasons.is_empty() { String::new() } else { format!(" [{}]", reasons.join(", ")) };
+        format!("{}: {figure}{ratio}{est} -> {}{why}", self.path, self.action.as_str())
     }
 }

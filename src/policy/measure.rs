@@ -59,21 +59,13 @@ pub fn context_start(t: &Transcript<'_>) -> usize {
 /// the items after it; with no such usage, the estimate of the whole current context.
 pub fn occupancy(t: &Transcript<'_>, est: &[u64]) -> Figure {
     let start = context_start(t);
-    let last_usage = (start..t.items.len())
-        .rev()
-        .find(|&i| t.items[i].usage().is_some());
+    let last_usage = (start..t.items.len()).rev().find(|&i| t.items[i].usage().is_some());
     match last_usage {
         Some(i) => {
             let after: u64 = est[i + 1..].iter().sum();
-            Figure {
-                tokens: t.items[i].usage().map_or(0, |u| u.size()) + after,
-                estimated: after > 0,
-            }
+            Figure { tokens: t.items[i].usage().map_or(0, |u| u.size()) + after, estimated: after > 0 }
         }
-        None => Figure {
-            tokens: est[start..].iter().sum(),
-            estimated: true,
-        },
+        None => Figure { tokens: est[start..].iter().sum(), estimated: true },
     }
 }
 

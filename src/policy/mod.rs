@@ -75,20 +75,10 @@ pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
     }
 }
 
-fn base_decision(
-    path: RuntimeKind,
-    cfg: &Config,
-    opts: &Options,
-    fig: Figure,
-    limit: Option<u64>,
-) -> Decision {
+fn base_decision(path: RuntimeKind, cfg: &Config, opts: &Options, fig: Figure, limit: Option<u64>) -> Decision {
     Decision {
         path: path.as_str(),
-        denominator: if path == RuntimeKind::AgentRunner {
-            "max_total_tokens"
-        } else {
-            "context_window"
-        },
+        denominator: if path == RuntimeKind::AgentRunner { "max_total_tokens" } else { "context_window" },
         used: Some(fig.tokens),
         limit,
         ratio: limit.map(|l| render::ratio(fig.tokens, l)),
@@ -114,13 +104,7 @@ fn threshold_event(plan: &mut Plan, fired: bool) {
 fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Plan {
     let fig = cumulative_usage(t, est);
     let limit = cfg.max_total_tokens;
-    let mut plan = Plan::new(base_decision(
-        RuntimeKind::AgentRunner,
-        cfg,
-        opts,
-        fig,
-        limit,
-    ));
+    let mut plan = Plan::new(base_decision(RuntimeKind::AgentRunner, cfg, opts, fig, limit));
     let fired = limit.is_some_and(|l| reaches(fig.tokens, l, cfg.threshold_bp));
     threshold_event(&mut plan, fired);
     match limit {
@@ -130,11 +114,7 @@ fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u6
         )),
         Some(l) if !fired => plan.decision.reasons.push(Reason::new(
             "below_threshold",
-            format!(
-                "{} of {l} max_total_tokens is below the threshold {}",
-                fig.tokens,
-                cfg.threshold()
-            ),
+            format!("{} of {l} max_total_tokens is below the threshold {}", fig.tokens, cfg.threshold()),
         )),
         Some(_) => {}
     }
@@ -148,18 +128,11 @@ fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u6
             ));
         } else {
             let l = limit.unwrap_or(0);
-            reminder = Some(injected(
-                "pressure_reminder",
-                &last_turn,
-                Map::new(),
-                render::pressure_reminder(fig.tokens, l),
-            ));
+            reminder =
+                Some(injected("pressure_reminder", &last_turn, Map::new(), render::pressure_reminder(fig.tokens, l)));
             plan.decision.reminder_injected = true;
             plan.decision.action = Action::PressureReminder;
-            plan.journal.push(
-                "pressure_reminder_injected",
-                json!({"used": fig.tokens, "limit": l}),
-            );
+            plan.journal.push("pressure_reminder_injected", json!({"used": fig.tokens, "limit": l}));
         }
     }
     if fired || opts.manual {
@@ -169,40 +142,22 @@ fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u6
     if plan.decision.fallback_applied {
         let mut facts = crate::reanchor::gather(t, cfg);
         facts.used = Some(fig.tokens);
-        let text = render::render_reanchor(
-            &facts,
-            false,
-            cfg.reanchor_max_entries,
-            cfg.reanchor_max_chars,
-        );
+        let text = render::render_reanchor(&facts, false, cfg.reanchor_max_entries, cfg.reanchor_max_chars);
         let mut own = Map::new();
         own.insert("variant".into(), json!("agent-runner"));
-        plan.appended
-            .push(injected("reanchor", &last_turn, own, text.clone()));
+        plan.appended.push(injected("reanchor", &last_turn, own, text.clone()));
         plan.reanchor_text = Some(text);
         plan.decision.reanchor_injected = true;
-        plan.journal
-            .push("reanchor_injected", json!({"variant": "agent-runner"}));
+        plan.journal.push("reanchor_injected", json!({"variant": "agent-runner"}));
     }
     plan
 }
 
-fn fallback(
-    t: &Transcript<'_>,
-    cfg: &Config,
-    opts: &Options,
-    est: &[u64],
-    fig: Figure,
-    plan: &mut Plan,
-) {
-    if t.items
-        .iter()
-        .any(|i| i.is_synthetic("history_summary_fallback"))
-    {
-        plan.decision.reasons.push(Reason::new(
-            "fallback_already_applied",
-            "the history fallback runs at most once per transcript",
-        ));
+fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: Figure, plan: &mut Plan) {
+    if t.items.iter().any(|i| i.is_synthetic("history_summary_fallback")) {
+        plan.decision
+            .reasons
+            .push(Reason::new("fallback_already_applied", "the history fallback runs at most once per transcript"));
         return;
     }
     let inputs = t.input_items();
@@ -223,29 +178,19 @@ fn fallback(
     }
     plan.gated = true;
     if let Some(reason) = &opts.denied_by_hook {
-        plan.decision.reasons.push(Reason::new(
-            "denied_by_hook",
-            format!("the pre-compact hook denied the fallback: {reason}"),
-        ));
-        plan.journal.push(
-            "pre_compact_hook",
-            json!({"outcome": "denied", "reason": reason}),
-        );
+        plan.decision
+            .reasons
+            .push(Reason::new("denied_by_hook", format!("the pre-compact hook denied the fallback: {reason}")));
+        plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
         return;
     }
     if cfg.pre_compact.is_some() {
-        plan.journal.push(
-            "pre_compact_hook",
-            json!({"outcome": "allowed", "reason": null}),
-        );
+        plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
     }
     let text = summary_text(t, eligible, cfg);
     let usage = summarized_usage(t, eligible, est);
     let mut own = Map::new();
-    own.insert(
-        "summarized".into(),
-        Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()),
-    );
+    own.insert("summarized".into(), Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()));
     own.insert("summarized_usage".into(), usage);
     let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
     let record = injected("history_summary_fallback", &first_turn, own, text.clone());
@@ -269,17 +214,8 @@ fn fallback(
 fn summary_text(t: &Transcript<'_>, eligible: &[usize], cfg: &Config) -> String {
     let shown = eligible.len().min(cfg.max_items);
     let older = eligible.len() - shown;
-    let entries: Vec<SummaryEntry> = eligible[older..]
-        .iter()
-        .map(|&i| summary_entry(t, i))
-        .collect();
-    render::build_history_summary_fallback_message(
-        &entries,
-        older,
-        cfg.preview_chars,
-        cfg.max_items,
-        cfg.max_chars,
-    )
+    let entries: Vec<SummaryEntry> = eligible[older..].iter().map(|&i| summary_entry(t, i)).collect();
+    render::build_history_summary_fallback_message(&entries, older, cfg.preview_chars, cfg.max_items, cfg.max_chars)
 }
 
 pub(crate) fn summary_entry(t: &Transcript<'_>, i: usize) -> SummaryEntry {
@@ -289,26 +225,15 @@ pub(crate) fn summary_entry(t: &Transcript<'_>, i: usize) -> SummaryEntry {
         ItemKind::Message { role, calls, .. } => SummaryEntry::Message {
             role: role.as_str(),
             text,
-            calls: calls
-                .iter()
-                .map(|c| (c.name.to_string(), c.arguments.get().to_string()))
-                .collect(),
+            calls: calls.iter().map(|c| (c.name.to_string(), c.arguments.get().to_string())).collect(),
         },
         ItemKind::ToolResult { name, .. } => {
             let tool = name.as_deref().map(str::to_string).or_else(|| {
                 let owner = &t.items[item.call_item?];
                 let cid = item.result_call_id()?;
-                owner
-                    .calls()
-                    .iter()
-                    .find(|c| c.id == cid)
-                    .map(|c| c.name.to_string())
+                owner.calls().iter().find(|c| c.id == cid).map(|c| c.name.to_string())
             });
-            SummaryEntry::Result {
-                tool: tool.unwrap_or_else(|| "unknown tool".into()),
-                failed: item.failed(),
-                text,
-            }
+            SummaryEntry::Result { tool: tool.unwrap_or_else(|| "unknown tool".into()), failed: item.failed(), text }
         }
     }
 }
@@ -339,20 +264,11 @@ fn summarized_usage(t: &Transcript<'_>, eligible: &[usize], est: &[u64]) -> Valu
 }
 
 fn last_input_turn(t: &Transcript<'_>) -> Option<String> {
-    t.items
-        .iter()
-        .rev()
-        .find(|i| i.is_input())
-        .and_then(|i| i.turn.as_deref().map(str::to_string))
+    t.items.iter().rev().find(|i| i.is_input()).and_then(|i| i.turn.as_deref().map(str::to_string))
 }
 
 /// An injected record: `type`, `id`, `turn`, `role`, `synthetic`, own fields, `content`.
-pub(crate) fn injected(
-    kind: &str,
-    turn: &Option<String>,
-    own: Map<String, Value>,
-    content: String,
-) -> String {
+pub(crate) fn injected(kind: &str, turn: &Option<String>, own: Map<String, Value>, content: String) -> String {
     let mut obj = Map::new();
     obj.insert("type".into(), json!("message"));
     obj.insert("id".into(), json!(format!("rivumi:{kind}")));
@@ -367,24 +283,18 @@ pub(crate) fn injected(
 fn plan_conversation(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Plan {
     let fig = occupancy(t, est);
     let window = cfg.context_window;
-    let mut plan = Plan::new(base_decision(
-        RuntimeKind::Conversation,
-        cfg,
-        opts,
-        fig,
-        window,
-    ));
+    let mut plan = Plan::new(base_decision(RuntimeKind::Conversation, cfg, opts, fig, window));
     let fired = window.is_some_and(|w| reaches(fig.tokens, w, cfg.threshold_bp));
     threshold_event(&mut plan, fired);
     let reasons = &mut plan.decision.reasons;
     if !cfg.native_compaction && !opts.manual {
-        reasons.push(Reason::new("native_compaction_not_advertised", "the conversation runtime does not advertise native compaction, so it never auto-compacts"));
+        reasons.push(Reason::new(
+            "native_compaction_not_advertised",
+            "the conversation runtime does not advertise native compaction, so it never auto-compacts",
+        ));
     }
     if window.is_none() && !opts.manual {
-        reasons.push(Reason::new(
-            "context_window_unknown",
-            "runtime.context_window is not set",
-        ));
+        reasons.push(Reason::new("context_window_unknown", "runtime.context_window is not set"));
     }
     if let (Some(w), false, false) = (window, fired, opts.manual) {
         reasons.push(Reason::new(
@@ -418,43 +328,30 @@ fn plan_conversation(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u6
     if cfg.native_compaction {
         plan.gated = true;
         if let Some(reason) = &opts.denied_by_hook {
-            plan.decision.reasons.push(Reason::new(
-                "denied_by_hook",
-                format!("the pre-compact hook denied the compaction: {reason}"),
-            ));
-            plan.journal.push(
-                "pre_compact_hook",
-                json!({"outcome": "denied", "reason": reason}),
-            );
+            plan.decision
+                .reasons
+                .push(Reason::new("denied_by_hook", format!("the pre-compact hook denied the compaction: {reason}")));
+            plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
             return plan;
         }
         if cfg.pre_compact.is_some() {
-            plan.journal.push(
-                "pre_compact_hook",
-                json!({"outcome": "allowed", "reason": null}),
-            );
+            plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
         }
         let id = format!("compaction-{}", requests.count + 1);
-        plan.appended.push(json!({"type": "event", "name": "compaction_requested", "id": id, "trigger": plan.decision.trigger}).to_string());
+        plan.appended.push(
+            json!({"type": "event", "name": "compaction_requested", "id": id, "trigger": plan.decision.trigger})
+                .to_string(),
+        );
         plan.journal.push("compaction_requested", json!({"id": id}));
         plan.decision.action = Action::NativeCompactionRequested;
         let facts = crate::reanchor::gather(t, cfg);
-        let text = render::render_reanchor(
-            &facts,
-            true,
-            cfg.reanchor_max_entries,
-            cfg.reanchor_max_chars,
-        );
+        let text = render::render_reanchor(&facts, true, cfg.reanchor_max_entries, cfg.reanchor_max_chars);
         let mut own = Map::new();
         own.insert("variant".into(), json!("conversation"));
-        plan.appended
-            .push(injected("reanchor", &last_input_turn(t), own, text.clone()));
+        plan.appended.push(injected("reanchor", &last_input_turn(t), own, text.clone()));
         plan.reanchor_text = Some(text);
         plan.decision.reanchor_injected = true;
-        plan.journal.push(
-            "reanchor_injected",
-            json!({"variant": "conversation", "pending": true}),
-        );
+        plan.journal.push("reanchor_injected", json!({"variant": "conversation", "pending": true}));
     }
     plan
 }
@@ -475,11 +372,7 @@ fn lifecycle(t: &Transcript<'_>) -> Lifecycle {
                     count += 1;
                     pending = id.as_deref().map(str::to_string).or(Some(String::new()));
                 }
-                "compaction_completed"
-                    if pending.is_some() && pending.as_deref() == id.as_deref() =>
-                {
-                    pending = None
-                }
+                "compaction_completed" if pending.is_some() && pending.as_deref() == id.as_deref() => pending = None,
                 _ => {}
             }
         }

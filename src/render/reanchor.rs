@@ -34,23 +34,10 @@ struct Section {
 }
 
 /// Renders the block. `conversation` picks the variant for a conversation runtime.
-pub fn render_reanchor(
-    f: &ReanchorFacts,
-    conversation: bool,
-    max_entries: usize,
-    max_chars: usize,
-) -> String {
-    let (intro, mut sections, tail) = if conversation {
-        conversation_parts(f)
-    } else {
-        agent_parts(f)
-    };
+pub fn render_reanchor(f: &ReanchorFacts, conversation: bool, max_entries: usize, max_chars: usize) -> String {
+    let (intro, mut sections, tail) = if conversation { conversation_parts(f) } else { agent_parts(f) };
     for s in &mut sections {
-        s.entries = s
-            .entries
-            .iter()
-            .map(|e| cut(&escape_controls(e), MAX_ENTRY_CHARS))
-            .collect();
+        s.entries = s.entries.iter().map(|e| cut(&escape_controls(e), MAX_ENTRY_CHARS)).collect();
         if s.entries.len() > max_entries {
             s.hidden = s.entries.len() - max_entries;
             s.entries.truncate(max_entries);
@@ -62,10 +49,7 @@ pub fn render_reanchor(
             return text;
         }
         // The longest list loses its last entry; headings always stay.
-        let Some(longest) = sections
-            .iter_mut()
-            .filter(|s| !s.entries.is_empty())
-            .max_by_key(|s| s.entries.len())
+        let Some(longest) = sections.iter_mut().filter(|s| !s.entries.is_empty()).max_by_key(|s| s.entries.len())
         else {
             return text;
         };
@@ -95,12 +79,7 @@ fn assemble(intro: &str, sections: &[Section], tail: &[String]) -> String {
 }
 
 fn section(heading: &'static str, entries: &[String], empty: &'static str) -> Section {
-    Section {
-        heading,
-        entries: entries.to_vec(),
-        hidden: 0,
-        empty,
-    }
+    Section { heading, entries: entries.to_vec(), hidden: 0, empty }
 }
 
 fn agent_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) {
@@ -108,24 +87,13 @@ fn agent_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) {
                  gathered from the whole session. Check the repository before editing."
         .to_string();
     let sections = vec![
-        section(
-            "Changed files (most recent first)",
-            &f.changed_files,
-            "none recorded",
-        ),
-        section(
-            "Recent paths (newest first)",
-            &f.recent_paths,
-            "none recorded",
-        ),
+        section("Changed files (most recent first)", &f.changed_files, "none recorded"),
+        section("Recent paths (newest first)", &f.recent_paths, "none recorded"),
         section("Allowed paths", &f.allowed_paths, "not restricted"),
         section("Verification", &f.verification, "none configured"),
         section("Remaining steps", &f.remaining_steps, "none recorded"),
     ];
-    let tail = vec![
-        format!("Check status: {}", escape_controls(&f.check_status)),
-        token_line(f),
-    ];
+    let tail = vec![format!("Check status: {}", escape_controls(&f.check_status)), token_line(f)];
     (intro, sections, tail)
 }
 
@@ -136,9 +104,7 @@ fn token_line(f: &ReanchorFacts) -> String {
         (_, Some(l)) => format!("{used} of {l} max_total_tokens"),
         (_, None) => format!("{used} (max_total_tokens unknown)"),
     };
-    let window = f
-        .context_window
-        .map_or("unknown".to_string(), |w| w.to_string());
+    let window = f.context_window.map_or("unknown".to_string(), |w| w.to_string());
     format!("Token limits: used {budget}; context window {window}")
 }
 
@@ -146,11 +112,7 @@ fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) 
     let intro = "[rivumi] Re-anchor (pending): prefix the next request with this once the compaction completes. \
                  Earlier turns were compacted; these constraints still hold."
         .to_string();
-    let native = if f.native_compaction {
-        "native compaction"
-    } else {
-        "no native compaction"
-    };
+    let native = if f.native_compaction { "native compaction" } else { "no native compaction" };
     let opt = |v: &Option<String>| escape_controls(v.as_deref().unwrap_or("unknown"));
     let constraints = vec![
         format!("runtime: conversation ({native})"),
@@ -159,16 +121,8 @@ fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) 
         format!("workspace: {}", opt(&f.root)),
     ];
     let sections = vec![
-        section(
-            "Changed paths (most recent first)",
-            &f.changed_files,
-            "none recorded",
-        ),
+        section("Changed paths (most recent first)", &f.changed_files, "none recorded"),
         section("Allowed paths", &f.allowed_paths, "not restricted"),
     ];
-    (
-        intro,
-        sections,
-        vec![format!("Constraints:\n- {}", constraints.join("\n- "))],
-    )
+    (intro, sections, vec![format!("Constraints:\n- {}", constraints.join("\n- "))])
 }

@@ -11,16 +11,8 @@ not a faithful record: trust the current repository state and the retained recen
 /// One summarized item, as the renderer needs it.
 #[derive(Debug, Clone)]
 pub enum SummaryEntry {
-    Message {
-        role: &'static str,
-        text: String,
-        calls: Vec<(String, String)>,
-    },
-    Result {
-        tool: String,
-        failed: bool,
-        text: String,
-    },
+    Message { role: &'static str, text: String, calls: Vec<(String, String)> },
+    Result { tool: String, failed: bool, text: String },
 }
 
 /// Renders the summary: header, then one line per item (newest `max_items` at most,
@@ -34,10 +26,7 @@ pub fn build_history_summary_fallback_message(
     max_chars: usize,
 ) -> String {
     let first_shown = entries.len().saturating_sub(max_items);
-    let mut lines: Vec<String> = entries[first_shown..]
-        .iter()
-        .map(|e| line(e, preview_chars))
-        .collect();
+    let mut lines: Vec<String> = entries[first_shown..].iter().map(|e| line(e, preview_chars)).collect();
     let mut omitted = older + first_shown;
     loop {
         let text = assemble(&lines, omitted);
@@ -72,21 +61,13 @@ fn line(entry: &SummaryEntry, n: usize) -> String {
                 l.push_str(&preview(text, n));
             }
             for (name, args) in calls {
-                l.push_str(&format!(
-                    " [call {}({})]",
-                    preview(name, n),
-                    preview(args, n)
-                ));
+                l.push_str(&format!(" [call {}({})]", preview(name, n), preview(args, n)));
             }
             l
         }
         SummaryEntry::Result { tool, failed, text } => {
             let state = if *failed { "error" } else { "ok" };
-            format!(
-                "- result of {} ({state}): {}",
-                preview(tool, n),
-                preview(text, n)
-            )
+            format!("- result of {} ({state}): {}", preview(tool, n), preview(text, n))
         }
     }
 }

@@ -10,7 +10,7 @@ pub use text::item_text;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 
 /// A parsed transcript. Raw bytes stay in `src`; every record knows its own span.
@@ -123,17 +123,8 @@ pub struct Call<'a> {
 
 #[derive(Debug)]
 pub enum ItemKind<'a> {
-    Message {
-        role: Role,
-        calls: Vec<Call<'a>>,
-        usage: Option<Usage>,
-    },
-    ToolResult {
-        call_id: Cow<'a, str>,
-        name: Option<Cow<'a, str>>,
-        is_error: bool,
-        exit_code: Option<i64>,
-    },
+    Message { role: Role, calls: Vec<Call<'a>>, usage: Option<Usage> },
+    ToolResult { call_id: Cow<'a, str>, name: Option<Cow<'a, str>>, is_error: bool, exit_code: Option<i64> },
 }
 
 /// A model-visible record: a message or a tool result.
@@ -189,10 +180,7 @@ impl<'a> Item<'a> {
     /// A result that reports failure: `exit_code` wins over `is_error` (SPEC 5).
     pub fn failed(&self) -> bool {
         match &self.kind {
-            ItemKind::ToolResult {
-                exit_code: Some(code),
-                ..
-            } => *code != 0,
+            ItemKind::ToolResult { exit_code: Some(code), .. } => *code != 0,
             ItemKind::ToolResult { is_error, .. } => *is_error,
             ItemKind::Message { .. } => false,
         }
@@ -200,11 +188,7 @@ impl<'a> Item<'a> {
 
     /// The bytes the heuristic estimate counts: text plus each call's name and arguments.
     pub fn estimate_bytes(&self) -> u64 {
-        let calls: u64 = self
-            .calls()
-            .iter()
-            .map(|c| (c.name.len() + c.arguments.get().len()) as u64)
-            .sum();
+        let calls: u64 = self.calls().iter().map(|c| (c.name.len() + c.arguments.get().len()) as u64).sum();
         self.text_bytes + calls
     }
 
@@ -231,9 +215,7 @@ impl<'a> Transcript<'a> {
 
     /// Indices of input (non-synthetic) items, in file order.
     pub fn input_items(&self) -> Vec<usize> {
-        (0..self.items.len())
-            .filter(|&i| self.items[i].is_input())
-            .collect()
+        (0..self.items.len()).filter(|&i| self.items[i].is_input()).collect()
     }
 
     /// Whether the last input item is an assistant message whose calls all have results.

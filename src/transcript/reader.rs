@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::path::Path;
 
@@ -23,9 +23,9 @@ pub fn parse<'a>(src: &'a [u8], file: &Path) -> Result<Transcript<'a>> {
         session: None,
         unknown_records: 0,
         orphan_results: Vec::new(),
-        call_owner: HashMap::new(),
+        call_owner: HashMap::default(),
     };
-    let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::new();
+    let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
     let mut start = bom;
     let mut line_no = 0;
     while start < src.len() {
@@ -45,11 +45,7 @@ pub fn parse<'a>(src: &'a [u8], file: &Path) -> Result<Transcript<'a>> {
                 ));
             }
         }
-        t.records.push(Record {
-            span: start..end,
-            line: line_no,
-            kind,
-        });
+        t.records.push(Record { span: start..end, line: line_no, kind });
         start = end;
     }
     link_results(&mut t);
@@ -61,11 +57,7 @@ fn line_bounds(src: &[u8], start: usize) -> (usize, usize) {
     match memchr::memchr(b'\n', &src[start..]) {
         Some(off) => {
             let nl = start + off;
-            let text_end = if nl > start && src[nl - 1] == b'\r' {
-                nl - 1
-            } else {
-                nl
-            };
+            let text_end = if nl > start && src[nl - 1] == b'\r' { nl - 1 } else { nl };
             (nl + 1, text_end)
         }
         None => (src.len(), src.len()),
@@ -74,10 +66,7 @@ fn line_bounds(src: &[u8], start: usize) -> (usize, usize) {
 
 fn utf8_line<'a>(bytes: &'a [u8], file: &Path, line: usize) -> Result<&'a str> {
     std::str::from_utf8(bytes).map_err(|e| {
-        let column = String::from_utf8_lossy(&bytes[..e.valid_up_to()])
-            .chars()
-            .count()
-            + 1;
+        let column = String::from_utf8_lossy(&bytes[..e.valid_up_to()]).chars().count() + 1;
         Error::bad_line(file, line, column, "invalid UTF-8: expected UTF-8 text")
     })
 }
@@ -99,26 +88,13 @@ fn parse_record<'a>(
         // A value that is not an object is still checked as JSON first, so that a
         // broken line says what is broken.
         serde_json::from_str::<IgnoredAny>(text).map_err(json_err)?;
-        return Err(Error::bad_line(
-            file,
-            line,
-            column,
-            "expected a JSON object (one record per line)",
-        ));
+        return Err(Error::bad_line(file, line, column, "expected a JSON object (one record per line)"));
     }
     let Some(ty) = record_type(text)
-        .map_or_else(
-            || serde_json::from_str::<Probe>(text).map(|p| p.ty),
-            |t| Ok(Some(Cow::Borrowed(t))),
-        )
+        .map_or_else(|| serde_json::from_str::<Probe>(text).map(|p| p.ty), |t| Ok(Some(Cow::Borrowed(t))))
         .map_err(json_err)?
     else {
-        return Err(Error::bad_line(
-            file,
-            line,
-            1,
-            "expected a \"type\" field in the record",
-        ));
+        return Err(Error::bad_line(file, line, 1, "expected a \"type\" field in the record"));
     };
     match &*ty {
         "message" => {
@@ -132,11 +108,7 @@ fn parse_record<'a>(
                 text_bytes: m.content.map_or(0, |c| c.0),
                 summarized_usage: m.summarized_usage.map(|s| s.usage),
                 call_item: None,
-                kind: ItemKind::Message {
-                    role: m.role,
-                    calls: m.tool_calls.unwrap_or_default(),
-                    usage,
-                },
+                kind: ItemKind::Message { role: m.role, calls: m.tool_calls.unwrap_or_default(), usage },
             };
             t.items.push(item);
             Ok(RecordKind::Item(t.items.len() - 1))
@@ -162,26 +134,13 @@ fn parse_record<'a>(
         }
         "event" => {
             let e: EventRec = serde_json::from_str(text).map_err(json_err)?;
-            Ok(RecordKind::Event {
-                name: e.name,
-                id: e.id,
-            })
+            Ok(RecordKind::Event { name: e.name, id: e.id })
         }
         "session" => {
-            if !t
-                .records
-                .iter()
-                .all(|r| matches!(r.kind, RecordKind::Blank))
-            {
-                return Err(Error::bad_line(
-                    file,
-                    line,
-                    1,
-                    "a \"session\" record is only allowed as the first record",
-                ));
+            if !t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank)) {
+                return Err(Error::bad_line(file, line, 1, "a \"session\" record is only allowed as the first record"));
             }
-            let map: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(text).map_err(json_err)?;
+            let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).map_err(json_err)?;
             t.session = Some(map);
             Ok(RecordKind::Session)
         }
@@ -199,13 +158,7 @@ fn record_type(text: &str) -> Option<&str> {
     (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
 }
 
-fn json_error(
-    e: serde_json::Error,
-    text: &str,
-    file: &Path,
-    line: usize,
-    unterminated: bool,
-) -> Error {
+fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterminated: bool) -> Error {
     let byte_col = e.column().saturating_sub(1).min(text.len());
     let mut cut = byte_col;
     while !text.is_char_boundary(cut) {
@@ -233,9 +186,7 @@ fn link_results(t: &mut Transcript<'_>) {
         for call in t.items[i].calls() {
             t.call_owner.insert(call.id.clone(), i);
         }
-        let owner = t.items[i]
-            .result_call_id()
-            .map(|cid| t.call_owner.get(cid).copied());
+        let owner = t.items[i].result_call_id().map(|cid| t.call_owner.get(cid).copied());
         match owner {
             Some(Some(o)) => t.items[i].call_item = Some(o),
             Some(None) => t.orphan_results.push(i),

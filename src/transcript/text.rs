@@ -29,12 +29,8 @@ struct WithContent<'a> {
 pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
     let line = t.line_text(t.items[item].record);
     match serde_json::from_str::<WithContent>(line) {
-        Ok(WithContent {
-            content: Some(Content::Text(s)),
-        }) => s.into_owned(),
-        Ok(WithContent {
-            content: Some(Content::Blocks(blocks)),
-        }) => {
+        Ok(WithContent { content: Some(Content::Text(s)) }) => s.into_owned(),
+        Ok(WithContent { content: Some(Content::Blocks(blocks)) }) => {
             let texts: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
             texts.join("\n")
         }

@@ -12,7 +12,14 @@ fn man_page_is_current() {
         "man/rivumi-compact.1 is stale: run `cargo run -- man > man/rivumi-compact.1` and commit it"
     );
     let page = stdout(&o);
-    for needle in ["COMMAND: RUN", "COMMAND: DECIDE", "COMMAND: CONFIG", "EXIT STATUS", "task.max_total_tokens", "not_enough_history"] {
+    for needle in [
+        "COMMAND: RUN",
+        "COMMAND: DECIDE",
+        "COMMAND: CONFIG",
+        "EXIT STATUS",
+        "task.max_total_tokens",
+        "not_enough_history",
+    ] {
         assert!(page.contains(needle), "the man page lacks {needle}");
     }
 }
@@ -23,7 +30,10 @@ fn completions_for_each_shell() {
         let o = run(&["completions", shell]);
         assert!(o.status.success());
         let text = stdout(&o);
-        assert!(text.contains("rivumi-compact") && text.contains("max-total-tokens"), "{shell} completion is incomplete");
+        assert!(
+            text.contains("rivumi-compact") && text.contains("max-total-tokens"),
+            "{shell} completion is incomplete"
+        );
     }
 }
 

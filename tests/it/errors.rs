@@ -9,53 +9,33 @@ fn bad(content: &[u8], expect: &str) {
     assert_eq!(o.status.code(), Some(3), "stderr: {}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains(expect), "expected {expect:?} in {err:?}");
-    assert!(
-        !out_dir.join("bad").exists(),
-        "nothing is written for a bad input"
-    );
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        content,
-        "the input is never modified"
-    );
+    assert!(!out_dir.join("bad").exists(), "nothing is written for a bad input");
+    assert_eq!(std::fs::read(&path).unwrap(), content, "the input is never modified");
 }
 
 const OK: &str = r#"{"type":"message","id":"m1","turn":"t1","role":"user","content":"hi"}"#;
 
 #[test]
 fn invalid_json_names_line_and_column() {
-    bad(
-        format!("{OK}\n{{\"type\":\"message\",\"id\":}}\n").as_bytes(),
-        "bad.jsonl:2:24: expected value",
-    );
+    bad(format!("{OK}\n{{\"type\":\"message\",\"id\":}}\n").as_bytes(), "bad.jsonl:2:24: expected value");
 }
 
 #[test]
 fn invalid_utf8_names_the_column() {
-    let mut line =
-        br#"{"type":"message","id":"m2","turn":"t1","role":"user","content":"caf"#.to_vec();
+    let mut line = br#"{"type":"message","id":"m2","turn":"t1","role":"user","content":"caf"#.to_vec();
     line.extend([0xC3, 0x28]);
     line.extend(b"\"}\n");
-    bad(
-        &[OK.as_bytes(), b"\n", &line].concat(),
-        "bad.jsonl:2:69: invalid UTF-8",
-    );
+    bad(&[OK.as_bytes(), b"\n", &line].concat(), "bad.jsonl:2:69: invalid UTF-8");
 }
 
 #[test]
 fn record_without_type() {
-    bad(
-        b"{\"id\":\"x\"}\n",
-        "bad.jsonl:1:1: expected a \"type\" field",
-    );
+    bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");
 }
 
 #[test]
 fn non_object_line() {
-    bad(
-        format!("{OK}\n  [1, 2]\n").as_bytes(),
-        "bad.jsonl:2:3: expected a JSON object",
-    );
+    bad(format!("{OK}\n  [1, 2]\n").as_bytes(), "bad.jsonl:2:3: expected a JSON object");
 }
 
 #[test]
@@ -68,10 +48,7 @@ fn truncated_last_line() {
 
 #[test]
 fn duplicate_ids() {
-    bad(
-        format!("{OK}\n{OK}\n").as_bytes(),
-        "bad.jsonl:2:1: duplicate id \"m1\" (first used on line 1)",
-    );
+    bad(format!("{OK}\n{OK}\n").as_bytes(), "bad.jsonl:2:1: duplicate id \"m1\" (first used on line 1)");
 }
 
 #[test]
@@ -84,22 +61,13 @@ fn session_record_not_first() {
 
 #[test]
 fn missing_required_field() {
-    bad(
-        b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n",
-        "bad.jsonl:1:",
-    );
-    bad(
-        b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n",
-        "missing field `call_id`",
-    );
+    bad(b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n", "bad.jsonl:1:");
+    bad(b"{\"type\":\"tool_result\",\"id\":\"r1\",\"content\":\"x\"}\n", "missing field `call_id`");
 }
 
 #[test]
 fn wrong_role() {
-    bad(
-        b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"robot\",\"content\":\"x\"}\n",
-        "unknown variant `robot`",
-    );
+    bad(b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"robot\",\"content\":\"x\"}\n", "unknown variant `robot`");
 }
 
 #[test]
@@ -124,28 +92,18 @@ fn config_file_unknown_key_and_range() {
             r#"{"runtime":{"kind":"agent-runner","colour":"red"}}"#,
             "cfg.json: unknown configuration key `runtime.colour`",
         ),
-        (
-            r#"{"threshold":0.85001}"#,
-            "cfg.json: `threshold`: threshold 0.85001 has more than 4 decimals",
-        ),
+        (r#"{"threshold":0.85001}"#, "cfg.json: `threshold`: threshold 0.85001 has more than 4 decimals"),
         (
             r#"{"task":{"max_total_tokens":-5}}"#,
             "cfg.json: `task.max_total_tokens`: expected a positive integer, found -5",
         ),
-        (
-            r#"{"verification":"cargo test"}"#,
-            "cfg.json: `verification`: expected an array of strings",
-        ),
+        (r#"{"verification":"cargo test"}"#, "cfg.json: `verification`: expected an array of strings"),
         ("{\"threshold\":", "cfg.json:1:13: invalid JSON"),
     ] {
         std::fs::write(&cfg, content).unwrap();
         let o = run(&["run", path_str(&input), "--config", path_str(&cfg)]);
         assert_eq!(o.status.code(), Some(3), "{content}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(expect),
-            "expected {expect:?} in {:?}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(expect), "expected {expect:?} in {:?}", stderr(&o));
     }
 }
 
@@ -153,19 +111,11 @@ fn config_file_unknown_key_and_range() {
 fn unreadable_file_and_empty_directory() {
     let o = run(&["run", "does/not/exist.jsonl"]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("does/not/exist.jsonl: cannot read"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("does/not/exist.jsonl: cannot read"), "{}", stderr(&o));
     let dir = tempfile::tempdir().unwrap();
     let o = run(&["run", path_str(dir.path())]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("no transcripts (*.jsonl) in this directory"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("no transcripts (*.jsonl) in this directory"), "{}", stderr(&o));
 }
 
 #[test]

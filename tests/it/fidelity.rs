@@ -3,7 +3,8 @@
 use crate::support::{path_str, run, stderr, temp_file};
 
 const A: &str = r#"{"type":"message","id":"m1","turn":"t1","role":"user","content":"hi"}"#;
-const B: &str = r#"{"type":"message","id":"m2","turn":"t1","role":"assistant","content":"hello","usage":{"input_tokens":10}}"#;
+const B: &str =
+    r#"{"type":"message","id":"m2","turn":"t1","role":"assistant","content":"hello","usage":{"input_tokens":10}}"#;
 
 #[test]
 fn unchanged_output_is_byte_identical() {
@@ -16,11 +17,7 @@ fn unchanged_output_is_byte_identical() {
     let o = run(&["run", path_str(&path), "--max-total-tokens", "1000"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(o.stdout, input.as_bytes());
-    assert!(
-        stderr(&o).contains("1 record(s) of unknown type passed through"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("1 record(s) of unknown type passed through"), "{}", stderr(&o));
 }
 
 #[test]
@@ -30,8 +27,7 @@ fn injected_records_get_a_newline_and_kept_lines_keep_crlf() {
     let o = run(&["run", path_str(&path), "--max-total-tokens", "10"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8(o.stdout).unwrap();
-    let expected_start =
-        format!("{A}\r\n{B}\n{{\"type\":\"message\",\"id\":\"rivumi:pressure_reminder\"");
+    let expected_start = format!("{A}\r\n{B}\n{{\"type\":\"message\",\"id\":\"rivumi:pressure_reminder\"");
     assert!(out.starts_with(&expected_start), "{out}");
     assert!(out.ends_with("\"}\n"));
     assert_eq!(out.matches("\r\n").count(), 1);
@@ -44,22 +40,13 @@ fn crlf_fallback_keeps_each_kept_line_exactly() {
     let o = run(&["run", path_str(&path)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = o.stdout;
-    assert!(
-        out.starts_with(b"\xEF\xBB\xBF{\"type\":\"session\""),
-        "the BOM stays first"
-    );
+    assert!(out.starts_with(b"\xEF\xBB\xBF{\"type\":\"session\""), "the BOM stays first");
     let text = String::from_utf8(out).unwrap();
     for line in String::from_utf8(input).unwrap().split_inclusive('\n') {
         if !line.contains("\"id\":\"a0\"") && !line.contains("\"id\":\"r0\"") {
             let line = line.trim_start_matches('\u{feff}');
-            assert!(
-                text.contains(line),
-                "kept line missing or changed: {line:?}"
-            );
+            assert!(text.contains(line), "kept line missing or changed: {line:?}");
         }
     }
-    assert!(
-        !text.contains("\"id\":\"a0\",\"turn\""),
-        "a0 was summarized"
-    );
+    assert!(!text.contains("\"id\":\"a0\",\"turn\""), "a0 was summarized");
 }

@@ -5,13 +5,7 @@
 use crate::support::{cmd, path_str, root};
 use std::path::Path;
 
-const OUTPUTS: &[&str] = &[
-    "transcript.jsonl",
-    "decision.json",
-    "journal.jsonl",
-    "summary.md",
-    "reanchor.md",
-];
+const OUTPUTS: &[&str] = &["transcript.jsonl", "decision.json", "journal.jsonl", "summary.md", "reanchor.md"];
 
 fn case_args(case: &Path) -> Vec<String> {
     let mut args = Vec::new();
@@ -21,12 +15,7 @@ fn case_args(case: &Path) -> Vec<String> {
         args.push(config.to_string_lossy().into_owned());
     }
     if let Ok(extra) = std::fs::read_to_string(case.join("args")) {
-        args.extend(
-            extra
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(str::to_string),
-        );
+        args.extend(extra.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
     }
     args
 }
@@ -41,23 +30,11 @@ fn golden_cases() {
             let case = input.parent().unwrap();
             let out = tempfile::tempdir().unwrap();
             let extra = case_args(case);
-            let o = cmd()
-                .args(["run", path_str(input), "--out-dir", path_str(out.path())])
-                .args(&extra)
-                .output()
-                .unwrap();
-            assert!(
-                o.status.success(),
-                "{}: {}",
-                case.display(),
-                String::from_utf8_lossy(&o.stderr)
-            );
+            let o =
+                cmd().args(["run", path_str(input), "--out-dir", path_str(out.path())]).args(&extra).output().unwrap();
+            assert!(o.status.success(), "{}: {}", case.display(), String::from_utf8_lossy(&o.stderr));
             let dir = out.path().join("input");
-            let present: Vec<&str> = OUTPUTS
-                .iter()
-                .copied()
-                .filter(|f| dir.join(f).exists())
-                .collect();
+            let present: Vec<&str> = OUTPUTS.iter().copied().filter(|f| dir.join(f).exists()).collect();
             insta::assert_snapshot!("outputs", present.join("\n"));
             for file in &present {
                 let text = std::fs::read_to_string(dir.join(file)).unwrap();
@@ -65,17 +42,9 @@ fn golden_cases() {
             }
             // Running the tool on its own output changes nothing (SPEC 4).
             let first = std::fs::read(dir.join("transcript.jsonl")).unwrap();
-            let again = cmd()
-                .args(["run", path_str(&dir.join("transcript.jsonl"))])
-                .args(&extra)
-                .output()
-                .unwrap();
+            let again = cmd().args(["run", path_str(&dir.join("transcript.jsonl"))]).args(&extra).output().unwrap();
             assert!(again.status.success());
-            assert!(
-                again.stdout == first,
-                "{}: a second run changed the transcript",
-                case.display()
-            );
+            assert!(again.stdout == first, "{}: a second run changed the transcript", case.display());
         });
     });
 }

@@ -10,10 +10,7 @@ pub fn root() -> PathBuf {
 /// The real binary with an environment that does not depend on the machine.
 pub fn cmd() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("rivumi-compact").expect("binary built");
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1")
-        .current_dir(root());
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("NO_COLOR", "1").current_dir(root());
     c
 }
 
