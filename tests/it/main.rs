@@ -4,4 +4,5 @@ mod docs;
 mod errors;
 mod fidelity;
 mod golden;
+mod properties;
 mod support;

@@ -1,0 +1,104 @@
+//! Property tests of the fallback invariants over random transcripts: no call separated
+//! from its results, head protected, tail retained, idempotent, deterministic.
+
+use proptest::prelude::*;
+use rivumi_compact::config::Config;
+use rivumi_compact::engine::{self, Settings};
+use rivumi_compact::output::write_transcript;
+use rivumi_compact::policy::boundary;
+use rivumi_compact::transcript::parse;
+use std::path::Path;
+
+/// One step of a session: a user message, or an assistant message with N calls whose
+/// results follow (some results may be missing, as in an interrupted turn).
+#[derive(Debug, Clone)]
+enum Step {
+    User(String),
+    Assistant { calls: usize, answered: usize, usage: Option<u64>, text: String },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        "[a-zé🙂 ]{0,30}".prop_map(Step::User),
+        (0usize..4, 0usize..4, proptest::option::of(1u64..5000), "[a-z ✓]{0,20}").prop_map(|(calls, answered, usage, text)| {
+            Step::Assistant { calls, answered: answered.min(calls), usage, text }
+        }),
+    ]
+}
+
+fn render(steps: &[Step], budget: u64) -> String {
+    let mut out = format!("{{\"type\":\"session\",\"id\":\"s\",\"task\":{{\"max_total_tokens\":{budget}}}}}\n");
+    let (mut n, mut c) = (0, 0);
+    for (t, s) in steps.iter().enumerate() {
+        match s {
+            Step::User(text) => {
+                n += 1;
+                out.push_str(&format!("{{\"type\":\"message\",\"id\":\"i{n}\",\"turn\":\"t{t}\",\"role\":\"user\",\"content\":{}}}\n", serde_json::json!(text)));
+            }
+            Step::Assistant { calls, answered, usage, text } => {
+                n += 1;
+                let ids: Vec<String> = (0..*calls).map(|k| format!("c{}", c + k)).collect();
+                c += calls;
+                let tool_calls: Vec<_> = ids.iter().map(|id| serde_json::json!({"id": id, "name": "bash", "arguments": {"command": "ls"}})).collect();
+                let mut m = serde_json::json!({"type":"message","id":format!("i{n}"),"turn":format!("t{t}"),"role":"assistant","content":text,"tool_calls":tool_calls});
+                if let Some(u) = usage {
+                    m["usage"] = serde_json::json!({"input_tokens": u});
+                }
+                out.push_str(&format!("{m}\n"));
+                for id in ids.iter().take(*answered) {
+                    n += 1;
+                    out.push_str(&format!("{{\"type\":\"tool_result\",\"id\":\"i{n}\",\"turn\":\"t{t}\",\"call_id\":\"{id}\",\"name\":\"bash\",\"content\":\"ok\"}}\n"));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn run_once(input: &[u8]) -> Vec<u8> {
+    let done = engine::process(input, Path::new("prop.jsonl"), &Settings::default()).expect("valid transcript");
+    let mut out = Vec::new();
+    write_transcript(&mut out, &done.transcript, &done.plan).unwrap();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn boundary_keeps_calls_with_results(steps in proptest::collection::vec(step(), 0..30), protect in 0usize..4, retain in 0usize..6) {
+        let text = render(&steps, 1000);
+        let t = parse(text.as_bytes(), Path::new("p")).unwrap();
+        let inputs = t.input_items();
+        let b = boundary(&t, &inputs, protect, retain);
+        let n = inputs.len();
+        prop_assert!(b.protected_end <= b.retained_start && b.retained_start <= n);
+        prop_assert!(b.protected_end >= protect.min(n), "head protected");
+        prop_assert!(n - b.retained_start >= retain.min(n - b.protected_end), "tail retained");
+        let side = |pos: usize| if pos < b.protected_end { 0 } else if pos < b.retained_start { 1 } else { 2 };
+        for (pos, &i) in inputs.iter().enumerate() {
+            if let Some(owner) = t.items[i].call_item {
+                let owner_pos = inputs.iter().position(|&x| x == owner).unwrap();
+                prop_assert_eq!(side(owner_pos), side(pos), "a call and its result on different sides");
+            }
+        }
+    }
+
+    #[test]
+    fn idempotent_and_deterministic(steps in proptest::collection::vec(step(), 0..30), budget in 1u64..20000) {
+        let text = render(&steps, budget);
+        let first = run_once(text.as_bytes());
+        prop_assert_eq!(&first, &run_once(text.as_bytes()), "same input, same bytes");
+        let second = run_once(&first);
+        prop_assert_eq!(&second, &first, "running on its own output changes nothing");
+        prop_assert!(std::str::from_utf8(&first).is_ok());
+    }
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let c = Config::default();
+    assert_eq!((c.protect_first, c.retain_last, c.min_eligible), (2, 4, 2));
+    assert_eq!((c.preview_chars, c.max_items, c.max_chars), (240, 40, 8000));
+    assert_eq!((c.reanchor_max_entries, c.reanchor_max_chars, c.threshold_bp), (20, 4000, 8500));
+}
