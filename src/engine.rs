@@ -1,11 +1,11 @@
 //! One transcript through the whole pipeline: layers the configuration, plans, asks
 //! the user's hooks, and hands back everything the outputs are written from.
 
-use crate::config::{Config, Layer};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::hooks::{self, Verdict};
 use crate::policy::{self, Action, Options, Plan};
-use crate::transcript::{self, Transcript};
+use crate::transcript::{self, RecordKind, Transcript};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -35,7 +35,6 @@ impl Settings {
         for (key, value) in &self.flags {
             cfg.apply_flag(key, value.clone()).map_err(|m| Error::Usage(format!("--{key}: {m}")))?;
         }
-        debug_assert!(cfg.sources.values().all(|l| *l >= Layer::Default));
         Ok(cfg)
     }
 }
@@ -43,12 +42,19 @@ impl Settings {
 /// A processed transcript: the parsed input, its configuration and the plan.
 pub struct Processed<'a> {
     pub transcript: Transcript<'a>,
+    pub transcript_name: PathBuf,
     pub config: Config,
     pub plan: Plan,
     pub warnings: Vec<String>,
 }
 
 impl Processed<'_> {
+    /// A refused checkpoint is a failure of this transcript (exit 4, nothing written).
+    pub fn refusal(&self) -> Option<Error> {
+        let reason = self.plan.decision.reasons.iter().find(|r| r.code == "checkpoint_refused")?;
+        self.plan.refused.then(|| Error::Failed(format!("{}: {}", self.transcript_name.display(), reason.message)))
+    }
+
     pub fn decision_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(&self.plan.decision).expect("decision serializes");
         s.push('\n');
@@ -78,36 +84,84 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
     } else {
         settings.input_format.clone()
     };
-    let mut opts = Options { manual: settings.manual, input_format, denied_by_hook: None };
+    let mut opts = Options { manual: settings.manual, input_format, ..Options::default() };
     let mut plan = policy::plan(&t, &config, &opts);
-    if plan.gated && !settings.dry_run {
-        if let Some(cmd) = &config.pre_compact {
+    if !settings.dry_run {
+        if let (true, Some(cmd)) = (plan.gated, &config.pre_compact) {
             let payload = hook_payload("pre_compact", &plan, name, Value::Null);
-            match hooks::pre_compact(cmd, &payload, config.hook_timeout_secs).map_err(Error::Failed)? {
-                Verdict::Allow => {}
-                Verdict::Deny(reason) => {
-                    opts.denied_by_hook = Some(reason);
-                    plan = policy::plan(&t, &config, &opts);
-                }
+            if let Verdict::Deny(reason) =
+                hooks::pre_compact(cmd, &payload, config.hook_timeout_secs).map_err(Error::Failed)?
+            {
+                opts.denied_by_hook = Some(reason);
+                plan = policy::plan(&t, &config, &opts);
             }
         }
-    }
-    if !settings.dry_run && post_hook_due(&plan) {
-        if let Some(cmd) = &config.post_compact {
-            let payload = hook_payload("post_compact", &plan, name, Value::Null);
-            let outcome = hooks::post_compact(cmd, &payload, config.hook_timeout_secs);
-            let (ok, message) = match outcome {
-                Ok(()) => (true, Value::Null),
-                Err(m) => {
-                    warnings.push(format!("{}: {m}", name.display()));
-                    (false, json!(m))
-                }
-            };
-            plan.journal
-                .push("post_compact_hook", json!({"outcome": if ok {"ok"} else {"failed"}, "message": message}));
+        if let (Action::LocalCheckpoint, Some(cmd)) = (plan.decision.action, &config.summarizer) {
+            opts.checkpoint_summary = Some(summarize(cmd, &t, &plan, config.summarizer_timeout_secs)?);
+            plan = policy::plan(&t, &config, &opts);
         }
+        run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
-    Ok(Processed { transcript: t, config, plan, warnings })
+    Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings })
+}
+
+/// Runs the user's summarizer on the removed turns (canonical records as a JSON array).
+fn summarize(cmd: &str, t: &Transcript<'_>, plan: &Plan, timeout: u64) -> Result<String> {
+    let records: Vec<Value> = plan
+        .removed
+        .iter()
+        .map(|&i| serde_json::from_str(t.line_text(t.items[i].record)).unwrap_or(Value::Null))
+        .collect();
+    let input = Value::Array(records).to_string();
+    let done =
+        hooks::run_command(cmd, input.as_bytes(), timeout).map_err(|e| Error::Failed(format!("summarizer: {e}")))?;
+    match done.code {
+        Some(0) if !done.stdout.trim().is_empty() => Ok(done.stdout.trim_end().to_string()),
+        Some(0) => Err(Error::Failed(format!("summarizer `{cmd}` printed no summary"))),
+        code => Err(Error::Failed(format!(
+            "summarizer `{cmd}` failed ({}): {}",
+            code.map_or("killed by a signal".to_string(), |c| format!("exit code {c}")),
+            crate::render::escape_controls(done.stderr.trim())
+        ))),
+    }
+}
+
+/// The post-compact hook after a fallback, a checkpoint or a completed native lifecycle.
+/// Its failure is a warning; a completed lifecycle gets a `post_compact_hook` event so
+/// the hook runs once.
+fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Path, warnings: &mut Vec<String>) {
+    let Some(cmd) = &config.post_compact else { return };
+    let completion = plan.completed_lifecycle.clone();
+    if !post_hook_due(plan) && completion.is_none() {
+        return;
+    }
+    let event = completion.as_deref().map_or(Value::Null, |id| completion_event(t, id));
+    let payload = hook_payload("post_compact", plan, name, event);
+    let outcome = hooks::post_compact(cmd, &payload, config.hook_timeout_secs);
+    let (ok, message) = match outcome {
+        Ok(()) => (true, Value::Null),
+        Err(m) => {
+            warnings.push(format!("{}: {m}", name.display()));
+            (false, json!(m))
+        }
+    };
+    let outcome = if ok { "ok" } else { "failed" };
+    plan.journal.push("post_compact_hook", json!({"outcome": outcome, "message": message, "id": completion}));
+    if let Some(id) = completion {
+        plan.appended
+            .push(json!({"type": "event", "name": "post_compact_hook", "id": id, "outcome": outcome}).to_string());
+    }
+}
+
+/// The `compaction_completed` event record with this id, as JSON.
+fn completion_event(t: &Transcript<'_>, id: &str) -> Value {
+    t.records
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, r)| matches!(&r.kind, RecordKind::Event { name, id: Some(i) } if name == "compaction_completed" && i == id))
+        .and_then(|(ri, _)| serde_json::from_str(t.line_text(ri)).ok())
+        .unwrap_or(Value::Null)
 }
 
 fn post_hook_due(plan: &Plan) -> bool {

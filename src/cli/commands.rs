@@ -122,9 +122,13 @@ fn run(args: RunArgs) -> Result<Exit> {
         let input = &inputs[0];
         return with_processed(input, &settings, |done| {
             print_warnings(done);
+            if let (Some(e), false) = (done.refusal(), args.dry_run) {
+                return Err(e);
+            }
             eprintln!("rivumi-compact: {}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
-            stdout_write(|w| emit_to(w, done, emit))
+            let code = stdout_write(|w| emit_to(w, done, emit))?;
+            Ok(if done.plan.refused { Exit::Failed } else { code })
         });
     }
     run_batch(&args, &settings, &inputs)
@@ -136,6 +140,9 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Ex
         .par_iter()
         .map(|input| {
             with_processed(input, settings, |done| {
+                if let Some(e) = done.refusal() {
+                    return Err(e);
+                }
                 if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
                     write_out_dir(&dir.join(&input.out_name), done)?;
                 }

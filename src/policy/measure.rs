@@ -59,13 +59,23 @@ pub fn context_start(t: &Transcript<'_>) -> usize {
 /// the items after it; with no such usage, the estimate of the whole current context.
 pub fn occupancy(t: &Transcript<'_>, est: &[u64]) -> Figure {
     let start = context_start(t);
-    let last_usage = (start..t.items.len()).rev().find(|&i| t.items[i].usage().is_some());
+    // A checkpoint is written before the turns it retains, so usage on those turns was
+    // reported before it existed: only usage after the records injected with it counts.
+    let trusted_from = if t.items.get(start).is_some_and(|i| i.is_synthetic("checkpoint")) {
+        (start..t.items.len()).rev().find(|&i| !t.items[i].is_input()).map_or(start, |i| i + 1)
+    } else {
+        start
+    };
+    let last_usage = (trusted_from..t.items.len()).rev().find(|&i| t.items[i].usage().is_some());
     match last_usage {
         Some(i) => {
             let after: u64 = est[i + 1..].iter().sum();
             Figure { tokens: t.items[i].usage().map_or(0, |u| u.size()) + after, estimated: after > 0 }
         }
-        None => Figure { tokens: est[start..].iter().sum(), estimated: true },
+        None => match t.items.get(start).and_then(|i| i.occupancy_after) {
+            Some(base) => Figure { tokens: base + est[trusted_from..].iter().sum::<u64>(), estimated: true },
+            None => Figure { tokens: est[start..].iter().sum(), estimated: true },
+        },
     }
 }
 

@@ -3,6 +3,7 @@
 //! configuration and returns a [`Plan`]; it never touches files, processes or clocks.
 
 mod boundary;
+mod conversation;
 mod decision;
 mod journal;
 mod measure;
@@ -15,7 +16,7 @@ pub use measure::{context_start, cumulative_usage, occupancy, reaches, Figure};
 use crate::config::{Config, RuntimeKind};
 use crate::render::{self, SummaryEntry};
 use crate::tokens;
-use crate::transcript::{item_text, ItemKind, RecordKind, Role, Transcript, Usage};
+use crate::transcript::{item_text, ItemKind, Role, Transcript, Usage};
 use serde_json::{json, Map, Value};
 
 /// How a run was asked for, and what a pre-compact hook said.
@@ -26,6 +27,8 @@ pub struct Options {
     pub input_format: String,
     /// Set when the pre-compact hook denied, with its reason.
     pub denied_by_hook: Option<String>,
+    /// A checkpoint summary written by the user's summarizer, replacing the renderer's.
+    pub checkpoint_summary: Option<String>,
 }
 
 /// What a run does to a transcript: removals, injected records, texts and the journal.
@@ -44,6 +47,10 @@ pub struct Plan {
     pub reanchor_text: Option<String>,
     /// A compaction is planned that a pre-compact hook must allow first.
     pub gated: bool,
+    /// A local checkpoint was refused: exit 4, nothing written.
+    pub refused: bool,
+    /// A completed native lifecycle whose post hook has not run yet (its request id).
+    pub completed_lifecycle: Option<String>,
 }
 
 impl Plan {
@@ -57,6 +64,8 @@ impl Plan {
             summary_text: None,
             reanchor_text: None,
             gated: false,
+            refused: false,
+            completed_lifecycle: None,
         }
     }
 
@@ -71,11 +80,17 @@ pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
     let est = tokens::item_estimates(t, cfg.tokenizer);
     match cfg.runtime {
         RuntimeKind::AgentRunner => plan_agent_runner(t, cfg, opts, &est),
-        RuntimeKind::Conversation => plan_conversation(t, cfg, opts, &est),
+        RuntimeKind::Conversation => conversation::plan(t, cfg, opts, &est),
     }
 }
 
-fn base_decision(path: RuntimeKind, cfg: &Config, opts: &Options, fig: Figure, limit: Option<u64>) -> Decision {
+pub(crate) fn base_decision(
+    path: RuntimeKind,
+    cfg: &Config,
+    opts: &Options,
+    fig: Figure,
+    limit: Option<u64>,
+) -> Decision {
     Decision {
         path: path.as_str(),
         denominator: if path == RuntimeKind::AgentRunner { "max_total_tokens" } else { "context_window" },
@@ -94,7 +109,7 @@ fn base_decision(path: RuntimeKind, cfg: &Config, opts: &Options, fig: Figure, l
     }
 }
 
-fn threshold_event(plan: &mut Plan, fired: bool) {
+pub(crate) fn threshold_event(plan: &mut Plan, fired: bool) {
     let d = &plan.decision;
     let fields = json!({"path": d.path, "denominator": d.denominator, "used": d.used, "limit": d.limit,
         "ratio": d.ratio, "threshold": d.threshold, "estimated": d.estimated, "fired": fired, "trigger": d.trigger});
@@ -211,7 +226,7 @@ fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: 
 }
 
 /// The summary of the eligible items; only the lines that can be shown are decoded.
-fn summary_text(t: &Transcript<'_>, eligible: &[usize], cfg: &Config) -> String {
+pub(crate) fn summary_text(t: &Transcript<'_>, eligible: &[usize], cfg: &Config) -> String {
     let shown = eligible.len().min(cfg.max_items);
     let older = eligible.len() - shown;
     let entries: Vec<SummaryEntry> = eligible[older..].iter().map(|&i| summary_entry(t, i)).collect();
@@ -263,119 +278,30 @@ fn summarized_usage(t: &Transcript<'_>, eligible: &[usize], est: &[u64]) -> Valu
         "cache_write_tokens": sum.cache_write_tokens, "output_tokens": sum.output_tokens, "estimated": estimated})
 }
 
-fn last_input_turn(t: &Transcript<'_>) -> Option<String> {
+pub(crate) fn last_input_turn(t: &Transcript<'_>) -> Option<String> {
     t.items.iter().rev().find(|i| i.is_input()).and_then(|i| i.turn.as_deref().map(str::to_string))
 }
 
-/// An injected record: `type`, `id`, `turn`, `role`, `synthetic`, own fields, `content`.
+/// An injected record with the id `rivumi:<kind>`.
 pub(crate) fn injected(kind: &str, turn: &Option<String>, own: Map<String, Value>, content: String) -> String {
+    injected_record(&format!("rivumi:{kind}"), kind, turn, own, content)
+}
+
+/// An injected record: `type`, `id`, `turn`, `role`, `synthetic`, own fields, `content`.
+pub(crate) fn injected_record(
+    id: &str,
+    kind: &str,
+    turn: &Option<String>,
+    own: Map<String, Value>,
+    content: String,
+) -> String {
     let mut obj = Map::new();
     obj.insert("type".into(), json!("message"));
-    obj.insert("id".into(), json!(format!("rivumi:{kind}")));
+    obj.insert("id".into(), json!(id));
     obj.insert("turn".into(), json!(turn));
     obj.insert("role".into(), json!("user"));
     obj.insert("synthetic".into(), json!(kind));
     obj.extend(own);
     obj.insert("content".into(), json!(content));
     Value::Object(obj).to_string()
-}
-
-fn plan_conversation(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Plan {
-    let fig = occupancy(t, est);
-    let window = cfg.context_window;
-    let mut plan = Plan::new(base_decision(RuntimeKind::Conversation, cfg, opts, fig, window));
-    let fired = window.is_some_and(|w| reaches(fig.tokens, w, cfg.threshold_bp));
-    threshold_event(&mut plan, fired);
-    let reasons = &mut plan.decision.reasons;
-    if !cfg.native_compaction && !opts.manual {
-        reasons.push(Reason::new(
-            "native_compaction_not_advertised",
-            "the conversation runtime does not advertise native compaction, so it never auto-compacts",
-        ));
-    }
-    if window.is_none() && !opts.manual {
-        reasons.push(Reason::new("context_window_unknown", "runtime.context_window is not set"));
-    }
-    if let (Some(w), false, false) = (window, fired, opts.manual) {
-        reasons.push(Reason::new(
-            "below_threshold",
-            format!(
-                "occupancy {} of the {w}-token context window is below the threshold {}",
-                fig.tokens,
-                cfg.threshold()
-            ),
-        ));
-    }
-    if !t.ends_on_completed_turn() {
-        reasons.push(Reason::new(
-            "turn_in_progress",
-            "the transcript does not end on a completed turn; compaction is serialized with turns",
-        ));
-    }
-    let requests = lifecycle(t);
-    if requests.pending.is_some() {
-        reasons.push(Reason::new(
-            "compaction_pending",
-            format!(
-                "compaction request {} has no compaction_completed event yet",
-                requests.pending.as_deref().unwrap_or("?")
-            ),
-        ));
-    }
-    if !plan.decision.reasons.is_empty() {
-        return plan;
-    }
-    if cfg.native_compaction {
-        plan.gated = true;
-        if let Some(reason) = &opts.denied_by_hook {
-            plan.decision
-                .reasons
-                .push(Reason::new("denied_by_hook", format!("the pre-compact hook denied the compaction: {reason}")));
-            plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
-            return plan;
-        }
-        if cfg.pre_compact.is_some() {
-            plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
-        }
-        let id = format!("compaction-{}", requests.count + 1);
-        plan.appended.push(
-            json!({"type": "event", "name": "compaction_requested", "id": id, "trigger": plan.decision.trigger})
-                .to_string(),
-        );
-        plan.journal.push("compaction_requested", json!({"id": id}));
-        plan.decision.action = Action::NativeCompactionRequested;
-        let facts = crate::reanchor::gather(t, cfg);
-        let text = render::render_reanchor(&facts, true, cfg.reanchor_max_entries, cfg.reanchor_max_chars);
-        let mut own = Map::new();
-        own.insert("variant".into(), json!("conversation"));
-        plan.appended.push(injected("reanchor", &last_input_turn(t), own, text.clone()));
-        plan.reanchor_text = Some(text);
-        plan.decision.reanchor_injected = true;
-        plan.journal.push("reanchor_injected", json!({"variant": "conversation", "pending": true}));
-    }
-    plan
-}
-
-/// Native compaction requests in a transcript.
-struct Lifecycle {
-    count: usize,
-    pending: Option<String>,
-}
-
-fn lifecycle(t: &Transcript<'_>) -> Lifecycle {
-    let mut count = 0;
-    let mut pending: Option<String> = None;
-    for r in &t.records {
-        if let RecordKind::Event { name, id } = &r.kind {
-            match name.as_ref() {
-                "compaction_requested" => {
-                    count += 1;
-                    pending = id.as_deref().map(str::to_string).or(Some(String::new()));
-                }
-                "compaction_completed" if pending.is_some() && pending.as_deref() == id.as_deref() => pending = None,
-                _ => {}
-            }
-        }
-    }
-    Lifecycle { count, pending }
 }

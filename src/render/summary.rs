@@ -5,7 +5,7 @@ use super::preview;
 
 /// The fixed header; never cut.
 pub const SUMMARY_HEADER: &str = "[rivumi] History summary fallback. The older part of this conversation was removed \
-to stay within the token budget. What follows are truncated, possibly stale previews of that history, \
+to relieve token pressure. What follows are truncated, possibly stale previews of that history, \
 not a faithful record: trust the current repository state and the retained recent output over them.";
 
 /// One summarized item, as the renderer needs it.

@@ -7,10 +7,10 @@ mod text;
 pub use reader::parse;
 pub use text::item_text;
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 
 /// A parsed transcript. Raw bytes stay in `src`; every record knows its own span.
@@ -140,6 +140,8 @@ pub struct Item<'a> {
     pub text_bytes: u64,
     /// Summary fields of an earlier fallback, kept for cumulative usage.
     pub summarized_usage: Option<Usage>,
+    /// A checkpoint's `occupancy_after`: the base occupancy after it.
+    pub occupancy_after: Option<u64>,
     /// For a result: the item holding its call (the latest one before it with that id).
     pub call_item: Option<usize>,
 }

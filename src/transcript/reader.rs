@@ -3,10 +3,10 @@
 
 use super::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
 use crate::error::{Error, Result};
+use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
-use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::path::Path;
 
@@ -107,6 +107,7 @@ fn parse_record<'a>(
                 synthetic: m.synthetic,
                 text_bytes: m.content.map_or(0, |c| c.0),
                 summarized_usage: m.summarized_usage.map(|s| s.usage),
+                occupancy_after: m.occupancy_after,
                 call_item: None,
                 kind: ItemKind::Message { role: m.role, calls: m.tool_calls.unwrap_or_default(), usage },
             };
@@ -122,6 +123,7 @@ fn parse_record<'a>(
                 synthetic: None,
                 text_bytes: r.content.map_or(0, |c| c.0),
                 summarized_usage: None,
+                occupancy_after: None,
                 call_item: None,
                 kind: ItemKind::ToolResult {
                     call_id: r.call_id,
@@ -218,6 +220,8 @@ struct MessageRec<'a> {
     synthetic: Option<Cow<'a, str>>,
     #[serde(default)]
     summarized_usage: Option<SummarizedUsage>,
+    #[serde(default)]
+    occupancy_after: Option<u64>,
 }
 
 /// `summarized_usage` of an earlier fallback: the four counts plus `estimated`.

@@ -4,5 +4,6 @@ mod docs;
 mod errors;
 mod fidelity;
 mod golden;
+mod hooks;
 mod properties;
 mod support;

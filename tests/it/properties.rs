@@ -20,9 +20,9 @@ enum Step {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         "[a-zé🙂 ]{0,30}".prop_map(Step::User),
-        (0usize..4, 0usize..4, proptest::option::of(1u64..5000), "[a-z ✓]{0,20}").prop_map(|(calls, answered, usage, text)| {
-            Step::Assistant { calls, answered: answered.min(calls), usage, text }
-        }),
+        (0usize..4, 0usize..4, proptest::option::of(1u64..5000), "[a-z ✓]{0,20}").prop_map(
+            |(calls, answered, usage, text)| { Step::Assistant { calls, answered: answered.min(calls), usage, text } }
+        ),
     ]
 }
 
@@ -33,13 +33,19 @@ fn render(steps: &[Step], budget: u64) -> String {
         match s {
             Step::User(text) => {
                 n += 1;
-                out.push_str(&format!("{{\"type\":\"message\",\"id\":\"i{n}\",\"turn\":\"t{t}\",\"role\":\"user\",\"content\":{}}}\n", serde_json::json!(text)));
+                out.push_str(&format!(
+                    "{{\"type\":\"message\",\"id\":\"i{n}\",\"turn\":\"t{t}\",\"role\":\"user\",\"content\":{}}}\n",
+                    serde_json::json!(text)
+                ));
             }
             Step::Assistant { calls, answered, usage, text } => {
                 n += 1;
                 let ids: Vec<String> = (0..*calls).map(|k| format!("c{}", c + k)).collect();
                 c += calls;
-                let tool_calls: Vec<_> = ids.iter().map(|id| serde_json::json!({"id": id, "name": "bash", "arguments": {"command": "ls"}})).collect();
+                let tool_calls: Vec<_> = ids
+                    .iter()
+                    .map(|id| serde_json::json!({"id": id, "name": "bash", "arguments": {"command": "ls"}}))
+                    .collect();
                 let mut m = serde_json::json!({"type":"message","id":format!("i{n}"),"turn":format!("t{t}"),"role":"assistant","content":text,"tool_calls":tool_calls});
                 if let Some(u) = usage {
                     m["usage"] = serde_json::json!({"input_tokens": u});
