@@ -92,16 +92,17 @@ fn read_config_file(path: &Path) -> Result<Value> {
 }
 
 /// Reads one input and turns it into canonical JSONL bytes.
-fn load(input: &Input, format: &str) -> Result<(Vec<u8>, String)> {
+fn load(input: &Input, format: &str) -> Result<crate::formats::Canonical> {
     let raw = input.read()?;
     crate::formats::import(raw, &input.path, format)
 }
 
 fn with_processed<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Processed<'_>) -> Result<T>) -> Result<T> {
-    let (canonical, format) = load(input, &settings.input_format)?;
+    let canonical = load(input, &settings.input_format)?;
     let mut s = settings.clone();
-    s.input_format = format;
-    let done = engine::process(&canonical, &input.path, &s)?;
+    s.input_format = canonical.format.clone();
+    let mut done = engine::process(&canonical.bytes, &input.path, &s)?;
+    done.warnings.splice(0..0, canonical.warnings);
     f(&done)
 }
 
@@ -288,8 +289,8 @@ fn decide(args: DecideArgs) -> Result<Exit> {
 fn config(args: ConfigArgs) -> Result<Exit> {
     let settings = settings(&args.policy, true)?;
     let input = single_input(&args.input, &args.policy.input_format)?;
-    let (canonical, _) = load(&input, &settings.input_format)?;
-    let t = crate::transcript::parse(&canonical, &input.path)?;
+    let canonical = load(&input, &settings.input_format)?;
+    let t = crate::transcript::parse(&canonical.bytes, &input.path)?;
     let cfg = settings.config_for(t.session.as_ref(), &input.path)?;
     cfg.warnings.iter().for_each(|w| warn(w));
     let prov = cfg.provenance();

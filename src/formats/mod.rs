@@ -1,20 +1,37 @@
 //! Source formats: detection and the importers that map each into canonical JSONL
 //! (with a `session` record carrying the importer's configuration layer).
 
+mod claude_code;
+mod codex;
+mod common;
+
+pub use claude_code::context_window as claude_context_window;
+
 use crate::error::{Error, Result};
 use std::path::Path;
 
 /// The formats `--input-format` accepts.
 pub const FORMATS: &[&str] = &["auto", "rivumi", "claude-code", "codex", "openai", "swe-agent", "openhands"];
 
-/// Turns an input into canonical JSONL; returns the bytes and the format's name.
-/// Canonical input is returned as it is (byte fidelity).
-pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<(Vec<u8>, String)> {
+/// A transcript in canonical form, with the format it came from and importer warnings.
+pub struct Canonical {
+    pub bytes: Vec<u8>,
+    pub format: String,
+    pub warnings: Vec<String>,
+}
+
+/// Turns an input into canonical JSONL. Canonical input is returned as it is (byte
+/// fidelity); `auto` detects the format from the first records.
+pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<Canonical> {
     let format = if format == "auto" { detect(&raw) } else { format };
-    match format {
-        "rivumi" => Ok((raw, "rivumi".into())),
-        other => Err(Error::bad_input(file, format!("the {other} importer is not available in this version"))),
-    }
+    let imported = match format {
+        "rivumi" => return Ok(Canonical { bytes: raw, format: "rivumi".into(), warnings: Vec::new() }),
+        "claude-code" => claude_code::import(&raw, file)?,
+        "codex" => codex::import(&raw, file)?,
+        other => return Err(Error::bad_input(file, format!("the {other} importer is not available in this version"))),
+    };
+    let warnings = imported.warnings(file, format);
+    Ok(Canonical { bytes: imported.to_jsonl(), format: format.into(), warnings })
 }
 
 /// Detects the format from the first non-blank record.

@@ -1,0 +1,238 @@
+//! Codex CLI rollout JSONL (SPEC 1 "Other formats"): `response_item` messages and
+//! calls paired with their outputs by `call_id`, `token_count` usage attached to the
+//! latest assistant item, `turn_context` constraints, `compacted` history.
+
+use super::common::{json_lines, message, text_of, tool_result, Imported};
+use crate::error::Result;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Top-level record types that carry nothing model-visible for the policy.
+const QUIET: &[&str] = &["session_meta", "turn_context", "event_msg"];
+/// `response_item` types with no text the model is resent (reasoning is encrypted).
+const QUIET_ITEMS: &[&str] = &["reasoning", "ghost_snapshot", "compaction"];
+
+pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
+    let lines = json_lines(raw, file)?;
+    let mut st = State::default();
+    for (line, r) in &lines {
+        let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
+        let p = r.get("payload").unwrap_or(&Value::Null);
+        match ty {
+            "session_meta" if st.session_id.is_none() => {
+                st.session_id = p.get("id").and_then(Value::as_str).map(str::to_string);
+                st.cwd = st.cwd.take().or_else(|| p.get("cwd").and_then(Value::as_str).map(str::to_string));
+            }
+            "turn_context" => st.turn_context(p),
+            "response_item" => st.item(p, &format!("L{line}")),
+            "event_msg" => st.event(p),
+            "compacted" => st.compacted(p, *line),
+            _ if QUIET.contains(&ty) => {}
+            _ => st.out.skip(if ty.is_empty() { "(no type)" } else { ty }),
+        }
+    }
+    Ok(st.finish())
+}
+
+#[derive(Default)]
+struct State {
+    out: Imported,
+    session_id: Option<String>,
+    cwd: Option<String>,
+    mode: Option<String>,
+    permission: Option<String>,
+    window: Option<u64>,
+    turn: String,
+    turns: usize,
+    /// Index of the assistant record that collects consecutive calls.
+    open_assistant: Option<usize>,
+    /// Index of the latest assistant record (for `token_count`).
+    last_assistant: Option<usize>,
+    names: HashMap<String, String>,
+    compactions: usize,
+}
+
+impl State {
+    fn turn_context(&mut self, p: &Value) {
+        let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+        if let Some(id) = s("turn_id") {
+            self.turn = id;
+        }
+        self.cwd = s("cwd").or(self.cwd.take());
+        self.mode = s("approval_policy").or(self.mode.take());
+        let sandbox = p.get("sandbox_policy");
+        let perm = sandbox.and_then(|v| v.get("type").or_else(|| v.get("mode"))).and_then(Value::as_str);
+        self.permission = perm.map(str::to_string).or(self.permission.take());
+    }
+
+    fn turn_id(&mut self) -> String {
+        if self.turn.is_empty() {
+            format!("turn-{}", self.turns)
+        } else {
+            self.turn.clone()
+        }
+    }
+
+    fn item(&mut self, p: &Value, id: &str) {
+        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "message" => self.message(p, id),
+            "function_call" => {
+                let args = match p.get("arguments") {
+                    Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
+                    Some(v) => v.clone(),
+                    None => Value::Null,
+                };
+                self.call(p, id, args);
+            }
+            "custom_tool_call" => {
+                let input = p.get("input").and_then(Value::as_str).unwrap_or("");
+                let args = match serde_json::from_str::<Value>(input) {
+                    Ok(v @ Value::Object(_)) => v,
+                    _ => json!({"input": input}),
+                };
+                self.call(p, id, args);
+            }
+            "local_shell_call" => {
+                let args = p.get("action").cloned().unwrap_or(Value::Null);
+                let mut p = p.clone();
+                p["name"] = json!("local_shell");
+                self.call(&p, id, args);
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => self.output(p, id),
+            _ if QUIET_ITEMS.contains(&kind) => {}
+            _ => self.out.skip(&format!("response_item/{kind}")),
+        }
+    }
+
+    fn message(&mut self, p: &Value, id: &str) {
+        let role = match p.get("role").and_then(Value::as_str) {
+            Some(r @ ("user" | "assistant" | "developer" | "system")) => r,
+            _ => "user",
+        };
+        if role == "user" {
+            self.turns += 1;
+        }
+        let text = text_of(p.get("content").unwrap_or(&Value::Null));
+        let turn = self.turn_id();
+        self.out.records.push(Value::Object(message(id, &turn, role, json!(text))));
+        if role == "assistant" {
+            self.last_assistant = Some(self.out.records.len() - 1);
+            self.open_assistant = Some(self.out.records.len() - 1);
+        } else {
+            self.open_assistant = None;
+        }
+    }
+
+    fn call(&mut self, p: &Value, id: &str, args: Value) {
+        let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or(id).to_string();
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("tool").to_string();
+        self.names.insert(call_id.clone(), name.clone());
+        let at = match self.open_assistant {
+            Some(at) => at,
+            None => {
+                let turn = self.turn_id();
+                self.out.records.push(Value::Object(message(id, &turn, "assistant", json!(""))));
+                let at = self.out.records.len() - 1;
+                self.open_assistant = Some(at);
+                self.last_assistant = Some(at);
+                at
+            }
+        };
+        let rec = self.out.records[at].as_object_mut().expect("an object");
+        let calls = rec.entry("tool_calls").or_insert_with(|| json!([]));
+        if let Value::Array(a) = calls {
+            a.push(json!({"id": call_id, "name": name, "arguments": args}));
+        }
+    }
+
+    fn output(&mut self, p: &Value, id: &str) {
+        self.open_assistant = None;
+        let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
+        let (text, exit_code) = output_text(p.get("output").unwrap_or(&Value::Null));
+        let turn = self.turn_id();
+        let mut r = tool_result(id, &turn, call_id, self.names.get(call_id).map(String::as_str), json!(text), false);
+        if let Some(code) = exit_code {
+            r.insert("exit_code".into(), json!(code));
+        }
+        self.out.records.push(Value::Object(r));
+    }
+
+    fn event(&mut self, p: &Value) {
+        if p.get("type").and_then(Value::as_str) != Some("token_count") {
+            return;
+        }
+        let Some(info) = p.get("info").filter(|i| !i.is_null()) else { return };
+        if let Some(w) = info.get("model_context_window").and_then(Value::as_u64).filter(|w| *w > 0) {
+            self.window = Some(w);
+        }
+        let (Some(u), Some(at)) = (info.get("last_token_usage"), self.last_assistant) else { return };
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        // OpenAI counts cached tokens inside input_tokens: subtract them (SPEC 1).
+        let cached = n("cached_input_tokens");
+        let usage = json!({"input_tokens": n("input_tokens").saturating_sub(cached), "cache_read_tokens": cached,
+            "cache_write_tokens": n("cache_write_input_tokens"), "output_tokens": n("output_tokens")});
+        if let Some(rec) = self.out.records[at].as_object_mut() {
+            rec.insert("usage".into(), usage);
+        }
+    }
+
+    /// `replacement_history` replaces what came before: a completed compaction, then the
+    /// new start of the context.
+    fn compacted(&mut self, p: &Value, line: usize) {
+        self.compactions += 1;
+        self.out.records.push(json!({"type": "event", "name": "compaction_completed", "id": format!("codex-compact-{}", self.compactions)}));
+        self.open_assistant = None;
+        self.last_assistant = None;
+        let history = p.get("replacement_history").and_then(Value::as_array).cloned().unwrap_or_default();
+        for (k, item) in history.iter().enumerate() {
+            let id = format!("L{line}.{k}");
+            match item.get("type").and_then(Value::as_str) {
+                Some("message") => self.message(item, &id),
+                Some("agent_message") => {
+                    let mut m = item.clone();
+                    m["role"] = json!("assistant");
+                    self.message(&m, &id);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(mut self) -> Imported {
+        let mut runtime = Map::new();
+        runtime.insert("kind".into(), json!("conversation"));
+        runtime.insert("native_compaction".into(), json!(true));
+        if let Some(w) = self.window {
+            runtime.insert("context_window".into(), json!(w));
+        }
+        self.out.session.insert("id".into(), json!(self.session_id.unwrap_or_else(|| "codex".into())));
+        self.out.session.insert("runtime".into(), Value::Object(runtime));
+        let mut ws = Map::new();
+        for (k, v) in [("root", self.cwd), ("mode", self.mode), ("permission", self.permission)] {
+            if let Some(v) = v {
+                ws.insert(k.into(), json!(v));
+            }
+        }
+        if !ws.is_empty() {
+            self.out.session.insert("workspace".into(), Value::Object(ws));
+        }
+        self.out
+    }
+}
+
+/// The text of an output (a string, an object, or a list of items) and, for shell
+/// outputs that carry it, the exit code.
+fn output_text(v: &Value) -> (String, Option<i64>) {
+    if let Value::String(s) = v {
+        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(s) {
+            let code = o.get("metadata").and_then(|m| m.get("exit_code")).and_then(Value::as_i64);
+            if let Some(text) = o.get("output").and_then(Value::as_str) {
+                return (text.to_string(), code);
+            }
+        }
+        return (s.clone(), None);
+    }
+    (text_of(v), None)
+}

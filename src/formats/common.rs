@@ -1,0 +1,123 @@
+//! Shared pieces of the importers: reading JSON lines with exact error positions, and
+//! building canonical records.
+
+use crate::error::{Error, Result};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// What an importer hands back: canonical records plus counts worth a warning.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub session: Map<String, Value>,
+    pub records: Vec<Value>,
+    pub skipped: std::collections::BTreeMap<String, usize>,
+}
+
+impl Imported {
+    pub fn skip(&mut self, kind: &str) {
+        *self.skipped.entry(kind.to_string()).or_default() += 1;
+    }
+
+    /// Canonical JSONL: the session record first, then the records.
+    pub fn to_jsonl(&self) -> Vec<u8> {
+        let mut session = Map::new();
+        session.insert("type".into(), json!("session"));
+        session.extend(self.session.clone());
+        let mut out = Value::Object(session).to_string().into_bytes();
+        out.push(b'\n');
+        for r in &self.records {
+            out.extend(r.to_string().into_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    pub fn warnings(&self, file: &Path, format: &str) -> Vec<String> {
+        if self.skipped.is_empty() {
+            return Vec::new();
+        }
+        let parts: Vec<String> = self.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        vec![format!("{}: {format}: skipped records of unknown type: {}", file.display(), parts.join(", "))]
+    }
+}
+
+/// Parses every non-blank line as a JSON object, with file:line:column errors.
+pub fn json_lines(raw: &[u8], file: &Path) -> Result<Vec<(usize, Value)>> {
+    let text = std::str::from_utf8(raw).map_err(|e| {
+        let line = raw[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+        let start = raw[..e.valid_up_to()].iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+        let column = String::from_utf8_lossy(&raw[start..e.valid_up_to()]).chars().count() + 1;
+        Error::bad_line(file, line, column, "invalid UTF-8: expected UTF-8 text")
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| json_err(&e, line, file, i + 1))?;
+        if !v.is_object() {
+            return Err(Error::bad_line(file, i + 1, 1, "expected a JSON object (one record per line)"));
+        }
+        out.push((i + 1, v));
+    }
+    Ok(out)
+}
+
+/// A whole-file JSON document (SWE-agent, OpenHands), with positions.
+pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
+    let text = std::str::from_utf8(raw).map_err(|_| Error::bad_input(file, "invalid UTF-8: expected UTF-8 text"))?;
+    serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text)).map_err(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        json_err(&e, line, file, e.line())
+    })
+}
+
+fn json_err(e: &serde_json::Error, line: &str, file: &Path, line_no: usize) -> Error {
+    let mut cut = e.column().saturating_sub(1).min(line.len());
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let msg = e.to_string();
+    let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]);
+    let what = if e.is_eof() { format!("truncated record: {msg}") } else { msg.to_string() };
+    Error::bad_line(file, line_no, line[..cut].chars().count() + 1, what)
+}
+
+/// A canonical message record.
+pub fn message(id: &str, turn: &str, role: &str, content: Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), json!("message"));
+    m.insert("id".into(), json!(id));
+    m.insert("turn".into(), json!(turn));
+    m.insert("role".into(), json!(role));
+    m.insert("content".into(), content);
+    m
+}
+
+/// A canonical tool result record.
+pub fn tool_result(id: &str, turn: &str, call_id: &str, name: Option<&str>, content: Value, is_error: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), json!("tool_result"));
+    m.insert("id".into(), json!(id));
+    m.insert("turn".into(), json!(turn));
+    m.insert("call_id".into(), json!(call_id));
+    if let Some(n) = name {
+        m.insert("name".into(), json!(n));
+    }
+    m.insert("content".into(), content);
+    if is_error {
+        m.insert("is_error".into(), json!(true));
+    }
+    m
+}
+
+/// Text content from a string, or from a list of blocks with `text` fields.
+pub fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+        Value::Object(o) => o.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+        _ => String::new(),
+    }
+}
