@@ -36,7 +36,8 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         session_id = session_id.or_else(|| r.get("sessionId").and_then(Value::as_str).map(str::to_string));
         if !matches!(ty, "user" | "assistant") {
-            if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary") && on_thread[idx] {
+            if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary") && on_thread[idx]
+            {
                 compactions += 1;
                 out.records.push(boundary_event(r, compactions));
             } else if !NOT_MODEL_VISIBLE.contains(&ty) {
@@ -66,7 +67,8 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     }
     let window = context_window(model.as_deref());
     out.session.insert("id".into(), json!(session_id.unwrap_or_else(|| "claude-code".into())));
-    out.session.insert("runtime".into(), json!({"kind": "conversation", "native_compaction": true, "context_window": window}));
+    out.session
+        .insert("runtime".into(), json!({"kind": "conversation", "native_compaction": true, "context_window": window}));
     if let Some(cwd) = cwd {
         out.session.insert("workspace".into(), json!({"root": cwd}));
     }
@@ -87,16 +89,12 @@ fn main_thread(records: &[&Value]) -> Vec<bool> {
         }
         on[i] = true;
         let r = records[i];
-        let parent = r
-            .get("parentUuid")
-            .and_then(Value::as_str)
-            .or_else(|| r.get("logicalParentUuid").and_then(Value::as_str));
+        let parent =
+            r.get("parentUuid").and_then(Value::as_str).or_else(|| r.get("logicalParentUuid").and_then(Value::as_str));
         cursor = parent.and_then(|p| uuid_at.get(p).copied());
     }
-    let message_ids: HashSet<&str> = (0..records.len())
-        .filter(|&i| on[i])
-        .filter_map(|i| records[i].get("message")?.get("id")?.as_str())
-        .collect();
+    let message_ids: HashSet<&str> =
+        (0..records.len()).filter(|&i| on[i]).filter_map(|i| records[i].get("message")?.get("id")?.as_str()).collect();
     let mut calls: HashSet<String> = HashSet::new();
     for (i, r) in records.iter().enumerate() {
         if let Some(id) = r.get("message").and_then(|m| m.get("id")).and_then(Value::as_str) {
@@ -136,7 +134,14 @@ fn boundary_event(r: &Value, n: usize) -> Value {
 }
 
 /// One record of an API message: joined with the others of the same `message.id`.
-fn assistant(out: &mut Imported, groups: &mut HashMap<String, usize>, names: &mut HashMap<String, String>, msg: &Value, uuid: &str, turn: usize) {
+fn assistant(
+    out: &mut Imported,
+    groups: &mut HashMap<String, usize>,
+    names: &mut HashMap<String, String>,
+    msg: &Value,
+    uuid: &str,
+    turn: usize,
+) {
     let id = msg.get("id").and_then(Value::as_str).unwrap_or(uuid).to_string();
     let at = *groups.entry(id.clone()).or_insert_with(|| {
         let mut m = message(&id, &format!("turn-{turn}"), "assistant", json!([]));
@@ -147,7 +152,9 @@ fn assistant(out: &mut Imported, groups: &mut HashMap<String, usize>, names: &mu
     let record = out.records[at].as_object_mut().expect("an object");
     for b in msg.get("content").and_then(Value::as_array).into_iter().flatten() {
         match b.get("type").and_then(Value::as_str) {
-            Some("text") => push(record, "content", json!({"type": "text", "text": b.get("text").cloned().unwrap_or(json!(""))})),
+            Some("text") => {
+                push(record, "content", json!({"type": "text", "text": b.get("text").cloned().unwrap_or(json!(""))}))
+            }
             Some("tool_use") => {
                 let call_id = b.get("id").and_then(Value::as_str).unwrap_or("");
                 let name = b.get("name").and_then(Value::as_str).unwrap_or("");
@@ -190,7 +197,14 @@ fn user(out: &mut Imported, names: &HashMap<String, String>, content: &Value, uu
             k += 1;
             let body = json!(text_of(b.get("content").unwrap_or(&Value::Null)));
             let failed = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-            out.records.push(Value::Object(tool_result(&id, &turn, call_id, names.get(call_id).map(String::as_str), body, failed)));
+            out.records.push(Value::Object(tool_result(
+                &id,
+                &turn,
+                call_id,
+                names.get(call_id).map(String::as_str),
+                body,
+                failed,
+            )));
         } else if let Some(t) = b.get("text").and_then(Value::as_str) {
             text.push(t.to_string());
         }

@@ -96,7 +96,14 @@ pub fn message(id: &str, turn: &str, role: &str, content: Value) -> Map<String, 
 }
 
 /// A canonical tool result record.
-pub fn tool_result(id: &str, turn: &str, call_id: &str, name: Option<&str>, content: Value, is_error: bool) -> Map<String, Value> {
+pub fn tool_result(
+    id: &str,
+    turn: &str,
+    call_id: &str,
+    name: Option<&str>,
+    content: Value,
+    is_error: bool,
+) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("type".into(), json!("tool_result"));
     m.insert("id".into(), json!(id));
@@ -116,7 +123,9 @@ pub fn tool_result(id: &str, turn: &str, call_id: &str, name: Option<&str>, cont
 pub fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        Value::Array(a) => a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+        Value::Array(a) => {
+            a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
         Value::Object(o) => o.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
         _ => String::new(),
     }

@@ -6,4 +6,5 @@ mod fidelity;
 mod golden;
 mod hooks;
 mod properties;
+mod realdata;
 mod support;
