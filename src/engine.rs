@@ -73,11 +73,14 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
     }
     for &i in &t.orphan_results {
         let id = &t.items[i].id;
-        warnings.push(format!(
-            "{}:{}: tool result {id:?} answers a call that is not in the transcript",
-            name.display(),
-            t.item_line(i)
-        ));
+        // Line numbers only mean something in a canonical input.
+        let at = if matches!(settings.input_format.as_str(), "rivumi" | "auto" | "") {
+            format!(":{}", t.item_line(i))
+        } else {
+            String::new()
+        };
+        warnings
+            .push(format!("{}{at}: tool result {id:?} answers a call that is not in the transcript", name.display()));
     }
     let input_format = if settings.input_format.is_empty() || settings.input_format == "auto" {
         "rivumi".to_string()

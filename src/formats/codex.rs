@@ -78,6 +78,8 @@ impl State {
         let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "message" => self.message(p, id),
+            // Another agent's message, delivered to this one as input.
+            "agent_message" => self.message(&with_role(p, "user"), id),
             "function_call" => {
                 let args = match p.get("arguments") {
                     Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
@@ -190,11 +192,7 @@ impl State {
             let id = format!("L{line}.{k}");
             match item.get("type").and_then(Value::as_str) {
                 Some("message") => self.message(item, &id),
-                Some("agent_message") => {
-                    let mut m = item.clone();
-                    m["role"] = json!("assistant");
-                    self.message(&m, &id);
-                }
+                Some("agent_message") => self.message(&with_role(item, "user"), &id),
                 _ => {}
             }
         }
@@ -220,6 +218,12 @@ impl State {
         }
         self.out
     }
+}
+
+fn with_role(item: &Value, role: &str) -> Value {
+    let mut m = item.clone();
+    m["role"] = json!(role);
+    m
 }
 
 /// The text of an output (a string, an object, or a list of items) and, for shell
