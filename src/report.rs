@@ -22,6 +22,7 @@ pub fn decision_report(done: &Processed<'_>) -> String {
     let _ = writeln!(out, "ratio:       {ratio} (threshold {})", d.threshold);
     let _ = writeln!(out, "trigger:     {}", d.trigger);
     let _ = writeln!(out, "input:       {}", d.input_format);
+    let _ = writeln!(out, "context:     {}", context_line(done));
     let _ = writeln!(out, "action:      {}", d.action.as_str());
     if d.reasons.is_empty() {
         let _ = writeln!(out, "reasons:     none");
@@ -35,6 +36,26 @@ pub fn decision_report(done: &Processed<'_>) -> String {
         out.push_str(&turn_chart(done, limit));
     }
     out
+}
+
+/// Where the current context starts: after the latest compaction or checkpoint.
+fn context_line(done: &Processed<'_>) -> String {
+    let t = &done.transcript;
+    let start = policy::context_start(t);
+    let n = t.items.len();
+    let latest = t.records.iter().rev().find_map(|r| match &r.kind {
+        crate::transcript::RecordKind::Event { name, id } if name == "compaction_completed" => {
+            Some(format!("compaction {}", id.as_deref().unwrap_or("?")))
+        }
+        crate::transcript::RecordKind::Item(i) if t.items[*i].is_synthetic("checkpoint") => {
+            Some(format!("checkpoint {}", t.items[*i].id))
+        }
+        _ => None,
+    });
+    match latest {
+        Some(what) => format!("{} of {n} items, after {}", n - start, escape_controls(&what)),
+        None => format!("all {n} items (no compaction yet)"),
+    }
 }
 
 /// One row per turn: the figure after that turn against the limit, `|` at the threshold.
@@ -108,10 +129,32 @@ fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
         .collect()
 }
 
+/// The first item of the context as it was at item `end`.
+fn start_as_of(t: &crate::transcript::Transcript<'_>, end: usize) -> usize {
+    let mut start = 0;
+    let mut seen = 0;
+    for r in &t.records {
+        if seen > end {
+            break;
+        }
+        match &r.kind {
+            crate::transcript::RecordKind::Event { name, .. } if name == "compaction_completed" => start = seen,
+            crate::transcript::RecordKind::Item(i) => {
+                if t.items[*i].is_synthetic("checkpoint") {
+                    start = *i;
+                }
+                seen = i + 1;
+            }
+            _ => {}
+        }
+    }
+    start
+}
+
 /// Occupancy as it was after item `end`: the last usage up to it plus what came after.
 fn occupancy_upto(done: &Processed<'_>, est: &[u64], end: usize) -> Figure {
     let t = &done.transcript;
-    let start = policy::context_start(t).min(end);
+    let start = start_as_of(t, end);
     match (start..=end).rev().find(|&i| t.items[i].usage().is_some()) {
         Some(i) => Figure {
             tokens: t.items[i].usage().map_or(0, |u| u.size()) + est[i + 1..=end].iter().sum::<u64>(),

@@ -93,3 +93,18 @@ fn agent_runner_fallback_on_a_claude_code_session_lists_real_edits() {
     assert!(!text.contains("/home/USER/projects/spotter-worktrees/spotter-gqc/lib"), "paths are relative to cwd");
     settings().bind(|| insta::assert_snapshot!("realdata-claude-code-258c-agent-runner-reanchor", text));
 }
+
+#[test]
+fn occupancy_at_the_boundary_matches_claude_codes_pre_tokens() {
+    let Some(dir) = realdata() else { return };
+    // FORMAT-NOTES: compactMetadata.preTokens is 167094 and 167731; Claude Code measures
+    // the last reported usage plus the tool results after it, as SPEC 3 does.
+    for (name, pre_tokens) in [("session-258c7280.jsonl", "167094"), ("session-8463c716.jsonl", "167731")] {
+        let p = dir.join("claude-code").join(name);
+        let o = run(&["decide", p.to_str().unwrap()]);
+        let text = stdout(&o);
+        let row = text.lines().find(|l| l.trim_end().ends_with(pre_tokens));
+        assert!(row.is_some(), "{name}: no turn ends at preTokens {pre_tokens}:\n{text}");
+        assert!(text.contains("after compaction claude-compact-1"), "{text}");
+    }
+}
