@@ -12,6 +12,7 @@
 //! assert_eq!(done.plan.decision.action.as_str(), "none");
 //! ```
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod engine;
@@ -26,3 +27,4 @@ pub mod render;
 pub mod report;
 pub mod tokens;
 pub mod transcript;
+pub mod validate;

@@ -60,3 +60,61 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
+
+/// The outputs of one run, by the file name `--out-dir` gives each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Transcript,
+    Decision,
+    Journal,
+    Summary,
+    Reanchor,
+}
+
+impl Output {
+    pub const ALL: [Output; 5] =
+        [Output::Transcript, Output::Decision, Output::Journal, Output::Summary, Output::Reanchor];
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Output::Transcript => "transcript.jsonl",
+            Output::Decision => "decision.json",
+            Output::Journal => "journal.jsonl",
+            Output::Summary => "summary.md",
+            Output::Reanchor => "reanchor.md",
+        }
+    }
+
+    /// Writes this output of a processed transcript.
+    pub fn write(self, w: &mut dyn Write, done: &crate::engine::Processed<'_>) -> io::Result<()> {
+        match self {
+            Output::Transcript => write_transcript(w, &done.transcript, &done.plan),
+            Output::Decision => w.write_all(done.decision_json().as_bytes()),
+            Output::Journal => w.write_all(done.plan.journal.to_jsonl().as_bytes()),
+            Output::Summary => w.write_all(done.plan.summary_text.as_deref().unwrap_or("").as_bytes()),
+            Output::Reanchor => w.write_all(done.plan.reanchor_text.as_deref().unwrap_or("").as_bytes()),
+        }
+    }
+}
+
+/// The outputs a run produces: the summary and re-anchor only when one was rendered.
+pub fn produced(done: &crate::engine::Processed<'_>) -> Vec<Output> {
+    Output::ALL
+        .into_iter()
+        .filter(|o| match o {
+            Output::Summary => done.plan.summary_text.is_some(),
+            Output::Reanchor => done.plan.reanchor_text.is_some(),
+            _ => true,
+        })
+        .collect()
+}
+
+/// The out-dir layout for one input, each file written atomically.
+pub fn write_out_dir(dir: &Path, done: &crate::engine::Processed<'_>) -> Result<(), crate::error::Error> {
+    for out in produced(done) {
+        let path = dir.join(out.file_name());
+        write_atomic(&path, |w| out.write(w, done))
+            .map_err(|e| crate::error::Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    Ok(())
+}

@@ -1,16 +1,18 @@
 //! What each subcommand does: turn arguments into settings, run the engine, write.
 
 use super::inputs::{self, Input};
-use super::{Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell};
+use super::{
+    CaseFlags, CheckArgs, Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell, ValidateArgs,
+};
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Exit, Result};
-use crate::output;
+use crate::output::{self, Output};
 use crate::render::escape_controls;
 use clap::CommandFactory;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Runs a parsed command line; returns the exit code.
 pub fn dispatch(cli: Cli) -> Exit {
@@ -18,6 +20,8 @@ pub fn dispatch(cli: Cli) -> Exit {
         Command::Run(args) => run(args),
         Command::Decide(args) => decide(args),
         Command::Config(args) => config(args),
+        Command::Check(args) => check(args),
+        Command::Validate(args) => validate(args),
         Command::Completions { shell } => completions(shell),
         Command::Man => man(),
     };
@@ -145,7 +149,7 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Ex
                     return Err(e);
                 }
                 if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
-                    write_out_dir(&dir.join(&input.out_name), done)?;
+                    output::write_out_dir(&dir.join(&input.out_name), done)?;
                 }
                 let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
                 Ok((line, done.warnings.clone(), done.plan.changes()))
@@ -224,34 +228,14 @@ fn print_warnings(done: &Processed<'_>) {
 
 /// Writes one output to a writer.
 fn emit_to(w: &mut dyn Write, done: &Processed<'_>, emit: Emit) -> io::Result<()> {
-    match emit {
-        Emit::Transcript => output::write_transcript(w, &done.transcript, &done.plan),
-        Emit::Decision => w.write_all(done.decision_json().as_bytes()),
-        Emit::Journal => w.write_all(done.plan.journal.to_jsonl().as_bytes()),
-        Emit::Summary => w.write_all(done.plan.summary_text.as_deref().unwrap_or("").as_bytes()),
-        Emit::Reanchor => w.write_all(done.plan.reanchor_text.as_deref().unwrap_or("").as_bytes()),
-    }
-}
-
-/// The out-dir layout for one input, each file written atomically.
-pub fn write_out_dir(dir: &Path, done: &Processed<'_>) -> Result<()> {
-    let io_err = |p: PathBuf| move |e: io::Error| Error::Failed(format!("{}: cannot write: {e}", p.display()));
-    let mut files: Vec<(&str, Emit)> = vec![
-        ("transcript.jsonl", Emit::Transcript),
-        ("decision.json", Emit::Decision),
-        ("journal.jsonl", Emit::Journal),
-    ];
-    if done.plan.summary_text.is_some() {
-        files.push(("summary.md", Emit::Summary));
-    }
-    if done.plan.reanchor_text.is_some() {
-        files.push(("reanchor.md", Emit::Reanchor));
-    }
-    for (name, emit) in files {
-        let path = dir.join(name);
-        output::write_atomic(&path, |w| emit_to(w, done, emit)).map_err(io_err(path.clone()))?;
-    }
-    Ok(())
+    let out = match emit {
+        Emit::Transcript => Output::Transcript,
+        Emit::Decision => Output::Decision,
+        Emit::Journal => Output::Journal,
+        Emit::Summary => Output::Summary,
+        Emit::Reanchor => Output::Reanchor,
+    };
+    out.write(w, done)
 }
 
 /// Writes to stdout; a reader that closes early (`head`) is not an error.
@@ -326,4 +310,58 @@ fn completions(shell: Shell) -> Result<Exit> {
 fn man() -> Result<Exit> {
     let page = super::super::manpage::render();
     stdout_write(|w| w.write_all(&page))
+}
+
+fn check(args: CheckArgs) -> Result<Exit> {
+    let color =
+        std::io::IsTerminal::is_terminal(&io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let opts = crate::check::CheckOptions { bless: args.bless, color };
+    let parse = |flags: &[String]| -> Result<Settings> {
+        let parsed = <CaseFlags as clap::Parser>::try_parse_from(flags).map_err(|e| {
+            Error::Usage(format!("bad flags in a case's args file: {}", e.to_string().lines().next().unwrap_or("")))
+        })?;
+        settings(&parsed.policy, false)
+    };
+    let mut report = Vec::new();
+    let code = crate::check::check(&args.dir, &opts, &parse, &mut report)?;
+    stdout_write(|w| w.write_all(&report))?;
+    Ok(code)
+}
+
+fn validate(args: ValidateArgs) -> Result<Exit> {
+    if !crate::formats::FORMATS.contains(&args.input_format.as_str()) {
+        return Err(Error::Usage(format!("unknown --input-format `{}`", args.input_format)));
+    }
+    let inputs = inputs::expand(&args.inputs, &args.input_format, None)?;
+    let mut all = Vec::new();
+    let mut unreadable = false;
+    for input in &inputs {
+        match load(input, &args.input_format) {
+            Ok(canonical) => all.extend(crate::validate::validate(&canonical.bytes, &input.path)),
+            Err(e) => {
+                unreadable = true;
+                report(&e.to_string());
+            }
+        }
+    }
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&all).expect("json");
+        s.push('\n');
+        s
+    } else {
+        let mut s: String = all
+            .iter()
+            .map(|v| format!("{}:{}: {}: {}\n", escape_controls(&v.file), v.line, v.code, escape_controls(&v.message)))
+            .collect();
+        s.push_str(&format!("{} violation(s) in {} transcript(s)\n", all.len(), inputs.len()));
+        s
+    };
+    stdout_write(|w| w.write_all(text.as_bytes()))?;
+    Ok(if unreadable {
+        Exit::BadInput
+    } else if all.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Differences
+    })
 }

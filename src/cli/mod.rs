@@ -45,6 +45,17 @@ pub enum Command {
     /// Show the decision and its reasons, with the ratio per turn against the denominator
     #[command(after_help = "Example:\n  rivumi-compact decide session.jsonl --max-total-tokens 100000")]
     Decide(DecideArgs),
+    /// Golden-file regression: run every case folder again and diff its expected outputs
+    #[command(after_help = "Each case folder holds input.jsonl, an optional config.json (and optional `args`, \
+flags one per line) and the expected outputs under the names --out-dir writes.
+
+Examples:
+  rivumi-compact check tests/golden            # exit 1 and unified diffs on any difference
+  rivumi-compact check tests/golden --bless    # rewrite the expected files")]
+    Check(CheckArgs),
+    /// Report every broken invariant of transcripts, with file and line
+    #[command(after_help = "Example:\n  rivumi-compact validate sessions/ --json")]
+    Validate(ValidateArgs),
     /// Print the merged configuration and the layer each value came from
     #[command(after_help = "Example:\n  rivumi-compact config session.jsonl --config rivumi.json --threshold 0.9")]
     Config(ConfigArgs),
@@ -94,6 +105,29 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The folder holding the case folders
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Write the expected files from this run (atomically) and say what changed
+    #[arg(long)]
+    pub bless: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Transcript files, directories, globs, or `-` for stdin
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Print the violations as a JSON array
+    #[arg(long)]
+    pub json: bool,
+    /// Input format [auto, rivumi, claude-code, codex, openai, swe-agent, openhands]
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub input_format: String,
+}
+
+#[derive(Debug, Args)]
 pub struct DecideArgs {
     /// The transcript
     #[arg(value_name = "INPUT")]
@@ -118,6 +152,14 @@ pub struct ConfigArgs {
 }
 
 /// Flags that set configuration keys (SPEC 2) or how the policy is triggered.
+/// The flags a `check` case's `args` file may hold.
+#[derive(Debug, Parser)]
+#[command(name = "args", no_binary_name = true)]
+pub struct CaseFlags {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct PolicyArgs {
     /// Input format [auto, rivumi, claude-code, codex, openai, swe-agent, openhands]

@@ -1,0 +1,194 @@
+//! `check`: golden-file regression. Every case folder (one holding `input.jsonl`, an
+//! optional `config.json` and, as an extension, an optional `args` file of flags, one
+//! per line) is run again and its outputs compared with the expected files.
+
+use crate::engine::{self, Settings};
+use crate::error::{Error, Exit, Result};
+use crate::output::{self, Output};
+use similar::{ChangeTag, TextDiff};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Files of a case folder that are inputs, not expected outputs.
+const INPUTS: &[&str] = &["input.jsonl", "config.json", "args"];
+
+/// How `check` shows its findings.
+pub struct CheckOptions {
+    pub bless: bool,
+    pub color: bool,
+}
+
+/// Runs every case under `dir`; writes findings to `w`; returns the exit code.
+pub fn check(
+    dir: &Path,
+    opts: &CheckOptions,
+    parse_args: &dyn Fn(&[String]) -> Result<Settings>,
+    w: &mut dyn Write,
+) -> Result<Exit> {
+    let cases = find_cases(dir)?;
+    if cases.is_empty() {
+        return Err(Error::bad_input(dir, "no case folders (a folder holding input.jsonl) below this directory"));
+    }
+    let (mut differing, mut unreadable) = (0, 0);
+    for case in &cases {
+        let name = case.strip_prefix(dir).unwrap_or(case).display().to_string();
+        match run_case(case, parse_args) {
+            Err(e) => {
+                unreadable += 1;
+                let _ = writeln!(w, "{name}: error: {e}");
+            }
+            Ok(actual) => {
+                let diffs = compare(case, &name, &actual, opts, w)?;
+                differing += usize::from(diffs > 0);
+            }
+        }
+    }
+    let verb = if opts.bless { "blessed" } else { "differ" };
+    let _ = writeln!(
+        w,
+        "{} case(s), {differing} {verb}{}",
+        cases.len(),
+        if unreadable > 0 { format!(", {unreadable} unreadable") } else { String::new() }
+    );
+    Ok(if unreadable > 0 {
+        Exit::BadInput
+    } else if differing > 0 && !opts.bless {
+        Exit::Differences
+    } else {
+        Exit::Ok
+    })
+}
+
+/// Every folder below `dir` (and `dir` itself) that holds `input.jsonl`, sorted.
+fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if d.join("input.jsonl").is_file() {
+            out.push(d.clone());
+        }
+        let entries = std::fs::read_dir(&d).map_err(|e| Error::bad_input(&d, format!("cannot read directory: {e}")))?;
+        stack.extend(entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs one case in memory: the outputs it produces, by file name.
+fn run_case(case: &Path, parse_args: &dyn Fn(&[String]) -> Result<Settings>) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut args: Vec<String> = Vec::new();
+    if case.join("config.json").is_file() {
+        args.extend(["--config".to_string(), case.join("config.json").display().to_string()]);
+    }
+    if let Ok(extra) = std::fs::read_to_string(case.join("args")) {
+        args.extend(extra.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string));
+    }
+    let settings = parse_args(&args)?;
+    let input = case.join("input.jsonl");
+    let raw = std::fs::read(&input).map_err(|e| Error::bad_input(&input, format!("cannot read: {e}")))?;
+    let canonical = crate::formats::import(raw, &input, &settings.input_format)?;
+    let mut s = settings.clone();
+    s.input_format = canonical.format.clone();
+    // Paths in decisions and hook payloads are relative to the case, never absolute.
+    let done = engine::process(&canonical.bytes, Path::new("input.jsonl"), &s)?;
+    if let Some(e) = done.refusal() {
+        return Err(e);
+    }
+    let mut out = Vec::new();
+    for o in output::produced(&done) {
+        let mut buf = Vec::new();
+        o.write(&mut buf, &done).map_err(|e| Error::Failed(e.to_string()))?;
+        out.push((o.file_name(), buf));
+    }
+    Ok(out)
+}
+
+/// Compares (or blesses) one case; returns how many files differ.
+fn compare(
+    case: &Path,
+    name: &str,
+    actual: &[(&'static str, Vec<u8>)],
+    opts: &CheckOptions,
+    w: &mut dyn Write,
+) -> Result<usize> {
+    let mut diffs = 0;
+    for o in Output::ALL {
+        let file = o.file_name();
+        let path = case.join(file);
+        let expected = std::fs::read(&path).ok();
+        let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
+        if expected.as_ref() == produced {
+            continue;
+        }
+        diffs += 1;
+        if opts.bless {
+            bless(&path, produced).map_err(|e| Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
+            let what = match (&expected, produced) {
+                (None, _) => "new",
+                (_, None) => "removed",
+                _ => "changed",
+            };
+            let _ = writeln!(w, "{name}/{file}: blessed ({what})");
+            continue;
+        }
+        match (expected, produced) {
+            (None, Some(_)) => {
+                let _ = writeln!(w, "{name}/{file}: missing expected file (the run produces it)");
+            }
+            (Some(_), None) => {
+                let _ = writeln!(w, "{name}/{file}: extra expected file (the run no longer produces it)");
+            }
+            (Some(e), Some(a)) => print_diff(w, &format!("{name}/{file}"), &e, a, opts.color),
+            (None, None) => {}
+        }
+    }
+    let extra: Vec<String> = std::fs::read_dir(case)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    for f in extra
+        .iter()
+        .filter(|f| !INPUTS.contains(&f.as_str()) && !Output::ALL.iter().any(|o| o.file_name() == f.as_str()))
+    {
+        if case.join(f).is_file() && !f.starts_with('.') {
+            let _ = writeln!(w, "{name}/{f}: note: not an output name; ignored");
+        }
+    }
+    Ok(diffs)
+}
+
+fn bless(path: &Path, produced: Option<&Vec<u8>>) -> std::io::Result<()> {
+    match produced {
+        Some(bytes) => output::write_atomic(path, |w| w.write_all(bytes)),
+        None => std::fs::remove_file(path),
+    }
+}
+
+/// A unified diff (expected → actual), coloured for a terminal.
+fn print_diff(w: &mut dyn Write, label: &str, expected: &[u8], actual: &[u8], color: bool) {
+    let e = String::from_utf8_lossy(expected);
+    let a = String::from_utf8_lossy(actual);
+    let diff = TextDiff::from_lines(e.as_ref(), a.as_ref());
+    let _ = writeln!(w, "--- {label} (expected)\n+++ {label} (actual)");
+    for group in diff.grouped_ops(3) {
+        let first = &group[0];
+        let last = &group[group.len() - 1];
+        let (o, n) = (first.old_range().start, first.new_range().start);
+        let (oe, ne) = (last.old_range().end, last.new_range().end);
+        let _ = writeln!(w, "@@ -{},{} +{},{} @@", o + 1, oe - o, n + 1, ne - n);
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let (sign, code) = match change.tag() {
+                    ChangeTag::Delete => ("-", "\x1b[31m"),
+                    ChangeTag::Insert => ("+", "\x1b[32m"),
+                    ChangeTag::Equal => (" ", ""),
+                };
+                let text = crate::render::escape_controls(change.value().trim_end_matches('\n'));
+                if color && !code.is_empty() {
+                    let _ = writeln!(w, "{code}{sign}{text}\x1b[0m");
+                } else {
+                    let _ = writeln!(w, "{sign}{text}");
+                }
+            }
+        }
+    }
+}
