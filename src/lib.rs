@@ -28,3 +28,5 @@ pub mod report;
 pub mod tokens;
 pub mod transcript;
 pub mod validate;
+pub mod batch;
+pub mod stats;

@@ -2,16 +2,15 @@
 
 use super::inputs::{self, Input};
 use super::{
-    CaseFlags, CheckArgs, Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell, ValidateArgs,
+    CaseFlags, CheckArgs, StatsArgs, Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell, ValidateArgs,
 };
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::output::{self, Output};
 use crate::render::escape_controls;
 use clap::CommandFactory;
-use rayon::prelude::*;
 use serde_json::{json, Value};
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
 /// Runs a parsed command line; returns the exit code.
@@ -21,6 +20,7 @@ pub fn dispatch(cli: Cli) -> Exit {
         Command::Decide(args) => decide(args),
         Command::Config(args) => config(args),
         Command::Check(args) => check(args),
+        Command::Stats(args) => stats(args),
         Command::Validate(args) => validate(args),
         Command::Completions { shell } => completions(shell),
         Command::Man => man(),
@@ -141,46 +141,50 @@ fn run(args: RunArgs) -> Result<Exit> {
 
 /// Several inputs (or an out-dir): processed in parallel, reported in input order.
 fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Exit> {
-    let results: Vec<Result<(String, Vec<String>, bool)>> = inputs
-        .par_iter()
-        .map(|input| {
-            with_processed(input, settings, |done| {
-                if let Some(e) = done.refusal() {
-                    return Err(e);
-                }
-                if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
-                    output::write_out_dir(&dir.join(&input.out_name), done)?;
-                }
-                let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
-                Ok((line, done.warnings.clone(), done.plan.changes()))
-            })
+    crate::batch::install_interrupt_handler();
+    let progress = io::stderr().is_terminal() && inputs.len() > 1;
+    let results = crate::batch::map(inputs, args.jobs, progress, |input| {
+        with_processed(input, settings, |done| {
+            if let Some(e) = done.refusal() {
+                return Err(e);
+            }
+            if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
+                output::write_out_dir(&dir.join(&input.out_name), done)?;
+            }
+            let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
+            Ok((line, done.warnings.clone(), done.plan.changes()))
         })
-        .collect();
-    let (mut failed, mut compacted) = (0, 0);
+    });
+    let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
     for r in &results {
         match r {
-            Ok((line, warnings, changed)) => {
+            None => skipped += 1,
+            Some(Ok((line, warnings, changed))) => {
                 warnings.iter().for_each(|w| warn(w));
                 compacted += usize::from(*changed);
-                eprintln!("rivumi-compact: {line}");
+                if inputs.len() == 1 {
+                    eprintln!("rivumi-compact: {line}");
+                }
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 failed += 1;
                 report(&e.to_string());
             }
         }
     }
     let total = results.len();
+    let done = total - skipped;
+    let stopped = if skipped > 0 { format!(", {skipped} not started (interrupted)") } else { String::new() };
     eprintln!(
-        "rivumi-compact: {total} file(s): {compacted} changed, {} unchanged, {failed} failed",
-        total - compacted - failed
+        "rivumi-compact: {total} file(s): {compacted} compacted, {} unchanged, {failed} failed{stopped}",
+        done - compacted - failed
     );
-    if args.dry_run && args.out_dir.is_none() {
-        return Ok(if failed > 0 { Exit::Failed } else { Exit::Ok });
+    if crate::batch::interrupted() {
+        return Ok(Exit::Interrupted);
     }
     if total == 1 && failed == 1 {
         // A single input keeps its own exit code (3 for bad input, 4 for a hook failure).
-        if let Some(Err(e)) = results.into_iter().next() {
+        if let Some(Some(Err(e))) = results.into_iter().next() {
             return Ok(e.exit());
         }
     }
@@ -363,5 +367,45 @@ fn validate(args: ValidateArgs) -> Result<Exit> {
         Exit::Ok
     } else {
         Exit::Differences
+    })
+}
+
+/// Totals over many transcripts; decides as `run --dry-run` would (no hooks, no files).
+fn stats(args: StatsArgs) -> Result<Exit> {
+    let settings = settings(&args.policy, true)?;
+    let inputs = inputs::expand(&args.inputs, &args.policy.input_format, None)?;
+    crate::batch::install_interrupt_handler();
+    let progress = io::stderr().is_terminal() && inputs.len() > 1;
+    let per_file = crate::batch::map(&inputs, args.jobs, progress, |input| {
+        with_processed(input, &settings, |done| {
+            let mut one = crate::stats::Stats::new();
+            one.add(done);
+            Ok(one)
+        })
+    });
+    let mut total = crate::stats::Stats::new();
+    for r in per_file.into_iter().flatten() {
+        match r {
+            Ok(one) => total.merge(one),
+            Err(e) => {
+                total.failed += 1;
+                report(&e.to_string());
+            }
+        }
+    }
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&total).expect("json");
+        s.push('\n');
+        s
+    } else {
+        total.table()
+    };
+    stdout_write(|w| w.write_all(text.as_bytes()))?;
+    Ok(if crate::batch::interrupted() {
+        Exit::Interrupted
+    } else if total.failed > 0 {
+        Exit::Failed
+    } else {
+        Exit::Ok
     })
 }

@@ -56,6 +56,9 @@ Examples:
     /// Report every broken invariant of transcripts, with file and line
     #[command(after_help = "Example:\n  rivumi-compact validate sessions/ --json")]
     Validate(ValidateArgs),
+    /// Dataset totals: transcripts, items, tokens, actions, tokens saved
+    #[command(after_help = "Example:\n  rivumi-compact stats 'data/**/*.jsonl' --max-total-tokens 200000 --json")]
+    Stats(StatsArgs),
     /// Print the merged configuration and the layer each value came from
     #[command(after_help = "Example:\n  rivumi-compact config session.jsonl --config rivumi.json --threshold 0.9")]
     Config(ConfigArgs),
@@ -100,6 +103,24 @@ pub struct RunArgs {
     /// Decide without side effects: no files, no hooks, no summarizer; print the decision
     #[arg(long)]
     pub dry_run: bool,
+    /// Files processed in parallel (0: one per core)
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Transcript files, directories, globs, or `-` for stdin
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Print the totals as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Files processed in parallel (0: one per core)
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }

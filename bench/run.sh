@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The performance benchmark (SPEC 10). Generates inputs with a fixed seed, builds the
+# release binary, times it against baselines in the same run, and prints ratios.
+#   bash bench/run.sh            # full: 150 MB transcript, 15 MB step, 10,000 files
+#   BENCH_MB=30 BENCH_FILES=2000 bash bench/run.sh   # quicker, same shape
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MB=${BENCH_MB:-150}
+FILES=${BENCH_FILES:-10000}
+RUNS=${BENCH_RUNS:-3}
+OUT=${BENCH_DIR:-bench/out}
+mkdir -p "$OUT"
+cargo build --release --quiet --bin rivumi-compact --example bare_parse
+BIN=target/release/rivumi-compact
+BARE=target/release/examples/bare_parse
+
+big="$OUT/big-${MB}mb.jsonl"
+small="$OUT/step-$(( MB / 10 ))mb.jsonl"
+many="$OUT/many-${FILES}"
+[ -f "$big" ] || python3 bench/gen.py big "$big" --mb "$MB"
+[ -f "$small" ] || python3 bench/gen.py big "$small" --mb "$(python3 -c "print($MB/10)")"
+[ -d "$many" ] || python3 bench/gen.py many "$many" --files "$FILES"
+
+# median wall-clock seconds of RUNS runs of a command (stdout discarded)
+median() {
+  local times=()
+  for _ in $(seq "$RUNS"); do
+    local s e
+    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
+    times+=("$(python3 -c "print($e - $s)")")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p"
+}
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+
+size=$(stat -c %s "$big")
+t_run=$(median "$BIN" run "$big")
+t_bare=$(median "$BARE" "$big")
+t_jq=$(median jq -c . "$big")
+t_py=$(median python3 bench/minimal.py "$big" /dev/null)
+t_step=$(median "$BIN" run "$small")
+rss=$(peak_kb "$BIN" run "$big")
+rm -rf "$OUT/o1" "$OUT/o2"
+"$BIN" run "$many" --out-dir "$OUT/o1" > /dev/null 2>&1   # warm the page cache
+t_j1=$(median "$BIN" run "$many" --out-dir "$OUT/o1" --jobs 1)
+t_j2=$(median "$BIN" run "$many" --out-dir "$OUT/o2" --jobs 2)
+same=$(diff -r "$OUT/o1" "$OUT/o2" > /dev/null && echo identical || echo DIFFERENT)
+
+echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; median of $RUNS runs; $(nproc) cores"
+printf '%-44s %10s %10s %8s\n' "measure" "seconds" "ratio" "target"
+printf '%-44s %10.3f %10s %8s\n' "run ($MB MB, fallback applied)" "$t_run" "1.00" ""
+printf '%-44s %10.3f %10s %8s\n' "bare serde_json IgnoredAny parse" "$t_bare" "$(ratio "$t_run" "$t_bare")" "<= 1.5"
+printf '%-44s %10.3f %10s %8s\n' "jq -c ." "$t_jq" "$(ratio "$t_jq" "$t_run")" ">= 10"
+printf '%-44s %10.3f %10s %8s\n' "python json.loads + write" "$t_py" "$(ratio "$t_py" "$t_run")" ">= 3"
+printf '%-44s %10.3f %10s %8s\n' "10x size step (big / step)" "$t_step" "$(ratio "$t_run" "$t_step")" "<= 12"
+printf '%-44s %10s %10s %8s\n' "peak RSS / input size" "$(( rss / 1024 )) MiB" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.5"
+printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 1" "$t_j1" "" ""
+printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 2 (speed-up)" "$t_j2" "$(ratio "$t_j1" "$t_j2")" ">= 1.7"
+echo "outputs with --jobs 1 and --jobs 2: $same"

@@ -1,0 +1,91 @@
+//! `stats`: dataset totals over many transcripts — items, tokens reported and
+//! estimated, how many would take each action, and the tokens the fallback saves.
+
+use crate::engine::Processed;
+use crate::policy::Action;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Totals over the transcripts seen so far.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Stats {
+    pub transcripts: usize,
+    pub failed: usize,
+    pub items: usize,
+    /// Sum of the reported usage of every assistant message (its model call's size).
+    pub tokens_reported: u64,
+    /// Sum of the estimates of every item (the context the items would occupy).
+    pub tokens_estimated: u64,
+    /// Transcripts by the action a run would take.
+    pub actions: BTreeMap<&'static str, usize>,
+    /// Estimated tokens removed from the history by fallbacks and checkpoints, net of
+    /// the injected summaries.
+    pub tokens_saved: i64,
+}
+
+impl Stats {
+    pub fn new() -> Self {
+        let actions = [Action::None, Action::PressureReminder, Action::HistoryFallback, Action::NativeCompactionRequested, Action::LocalCheckpoint]
+            .into_iter()
+            .map(|a| (a.as_str(), 0))
+            .collect();
+        Stats { actions, ..Stats::default() }
+    }
+
+    /// Adds one processed transcript.
+    pub fn add(&mut self, done: &Processed<'_>) {
+        let t = &done.transcript;
+        self.transcripts += 1;
+        self.items += t.items.len();
+        self.tokens_reported += t.items.iter().filter_map(|i| i.usage()).map(|u| u.size()).sum::<u64>();
+        self.tokens_estimated += crate::tokens::item_estimates(t, done.config.tokenizer).iter().sum::<u64>();
+        *self.actions.entry(done.plan.decision.action.as_str()).or_default() += 1;
+        for e in done.plan.journal.events() {
+            if e["event"] == "history_fallback_applied" {
+                self.tokens_saved += saved(e, "tokens_before", "tokens_after");
+            }
+            if e["event"] == "checkpoint_created" {
+                self.tokens_saved += saved(e, "occupancy_before", "occupancy_after");
+            }
+        }
+    }
+
+    /// Adds another set of totals.
+    pub fn merge(&mut self, other: Stats) {
+        self.transcripts += other.transcripts;
+        self.failed += other.failed;
+        self.items += other.items;
+        self.tokens_reported += other.tokens_reported;
+        self.tokens_estimated += other.tokens_estimated;
+        self.tokens_saved += other.tokens_saved;
+        for (a, n) in other.actions {
+            *self.actions.entry(a).or_default() += n;
+        }
+    }
+
+    /// A table for people.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let rows: Vec<(String, String)> = [
+            ("transcripts".to_string(), self.transcripts.to_string()),
+            ("failed".to_string(), self.failed.to_string()),
+            ("items".to_string(), self.items.to_string()),
+            ("tokens reported".to_string(), self.tokens_reported.to_string()),
+            ("tokens estimated".to_string(), self.tokens_estimated.to_string()),
+        ]
+        .into_iter()
+        .chain(self.actions.iter().map(|(a, n)| (format!("action {a}"), n.to_string())))
+        .chain([("tokens saved".to_string(), self.tokens_saved.to_string())])
+        .collect();
+        for (k, v) in rows {
+            let _ = writeln!(out, "{k:<36} {v:>14}");
+        }
+        out
+    }
+}
+
+fn saved(e: &Value, before: &str, after: &str) -> i64 {
+    e[before].as_i64().unwrap_or(0) - e[after].as_i64().unwrap_or(0)
+}
