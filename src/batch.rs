@@ -27,7 +27,12 @@ pub fn interrupted() -> bool {
 
 /// Runs `f` over `items` on `jobs` threads (0: every core); `None` for items skipped
 /// after an interrupt. Results come back in input order whatever `jobs` is.
-pub fn map<I: Sync, R: Send>(items: &[I], jobs: usize, progress: bool, f: impl Fn(&I) -> R + Sync + Send) -> Vec<Option<R>> {
+pub fn map<I: Sync, R: Send>(
+    items: &[I],
+    jobs: usize,
+    progress: bool,
+    f: impl Fn(&I) -> R + Sync + Send,
+) -> Vec<Option<R>> {
     let bar = progress.then(|| {
         let bar = ProgressBar::new(items.len() as u64);
         bar.set_style(

@@ -12,6 +12,7 @@
 //! assert_eq!(done.plan.decision.action.as_str(), "none");
 //! ```
 
+pub mod batch;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -25,8 +26,7 @@ pub mod policy;
 pub mod reanchor;
 pub mod render;
 pub mod report;
+pub mod stats;
 pub mod tokens;
 pub mod transcript;
 pub mod validate;
-pub mod batch;
-pub mod stats;

@@ -27,10 +27,16 @@ pub struct Stats {
 
 impl Stats {
     pub fn new() -> Self {
-        let actions = [Action::None, Action::PressureReminder, Action::HistoryFallback, Action::NativeCompactionRequested, Action::LocalCheckpoint]
-            .into_iter()
-            .map(|a| (a.as_str(), 0))
-            .collect();
+        let actions = [
+            Action::None,
+            Action::PressureReminder,
+            Action::HistoryFallback,
+            Action::NativeCompactionRequested,
+            Action::LocalCheckpoint,
+        ]
+        .into_iter()
+        .map(|a| (a.as_str(), 0))
+        .collect();
         Stats { actions, ..Stats::default() }
     }
 

@@ -2,7 +2,8 @@
 
 use super::inputs::{self, Input};
 use super::{
-    CaseFlags, CheckArgs, StatsArgs, Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell, ValidateArgs,
+    CaseFlags, CheckArgs, Cli, Command, ConfigArgs, DecideArgs, Emit, PolicyArgs, RunArgs, Shell, StatsArgs,
+    ValidateArgs,
 };
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Exit, Result};
@@ -11,7 +12,7 @@ use crate::render::escape_controls;
 use clap::CommandFactory;
 use serde_json::{json, Value};
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs a parsed command line; returns the exit code.
 pub fn dispatch(cli: Cli) -> Exit {
@@ -206,13 +207,22 @@ fn check_distinct(inputs: &[Input]) -> Result<()> {
     Ok(())
 }
 
+/// An output may never land on an input: refuse before anything is written.
 fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
     let Ok(dir) = std::fs::canonicalize(dir) else {
-        return Ok(());
+        return Ok(()); // a new folder holds no input
     };
-    for i in inputs.iter().filter(|i| !i.is_stdin()) {
-        if std::fs::canonicalize(&i.path).is_ok_and(|p| p == dir) {
-            return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
+    let sources: Vec<PathBuf> =
+        inputs.iter().filter(|i| !i.is_stdin()).filter_map(|i| std::fs::canonicalize(&i.path).ok()).collect();
+    if sources.contains(&dir) {
+        return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
+    }
+    for i in inputs {
+        for o in Output::ALL {
+            let target = dir.join(&i.out_name).join(o.file_name());
+            if std::fs::canonicalize(&target).is_ok_and(|t| sources.contains(&t)) {
+                return Err(Error::Usage(format!("{} would overwrite the input {}", o.file_name(), target.display())));
+            }
         }
     }
     Ok(())

@@ -39,7 +39,7 @@ fn completions_for_each_shell() {
 
 #[test]
 fn every_command_has_help_with_an_example() {
-    for cmd in ["run", "decide", "config", "check", "validate", "completions"] {
+    for cmd in ["run", "decide", "config", "check", "validate", "stats", "completions"] {
         let o = run(&[cmd, "--help"]);
         assert!(o.status.success());
         assert!(stdout(&o).contains("Example"), "`{cmd} --help` has no example");

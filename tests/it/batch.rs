@@ -1,0 +1,191 @@
+//! Batches: directories and globs, mirrored out-dir layout, one bad file among good
+//! ones, identical output whatever --jobs is, inputs never overwritten, stats.
+
+use crate::support::{cmd, path_str, root, run, stderr, stdout};
+use std::path::Path;
+
+fn tree(dir: &Path) {
+    let cases = root().join("testdata/cases");
+    for (name, to) in [
+        ("fallback-applied", "a/one.jsonl"),
+        ("below-threshold", "a/b/two.jsonl"),
+        ("conversation-native-request", "three.jsonl"),
+    ] {
+        let target = dir.join(to);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(cases.join(name).join("input.jsonl"), target).unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), "not a transcript").unwrap();
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                v.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn a_directory_is_mirrored_under_out_dir_and_jobs_do_not_change_bytes() {
+    let input = tempfile::tempdir().unwrap();
+    tree(input.path());
+    let out1 = tempfile::tempdir().unwrap();
+    let out2 = tempfile::tempdir().unwrap();
+    let o = run(&["run", path_str(input.path()), "--out-dir", path_str(out1.path()), "--jobs", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).ends_with("rivumi-compact: 3 file(s): 2 compacted, 1 unchanged, 0 failed\n"), "{}", stderr(&o));
+    let files = listing(out1.path());
+    assert!(
+        files.contains(&"a/one/reanchor.md".to_string()) && files.contains(&"a/b/two/decision.json".to_string()),
+        "{files:?}"
+    );
+    assert!(files.contains(&"three/transcript.jsonl".to_string()), "{files:?}");
+    assert!(!files.iter().any(|f| f.contains(".tmp") || f.contains("notes")), "{files:?}");
+    let o = run(&["run", path_str(input.path()), "--out-dir", path_str(out2.path()), "--jobs", "2"]);
+    assert!(o.status.success());
+    assert_eq!(files, listing(out2.path()));
+    for f in &files {
+        assert_eq!(std::fs::read(out1.path().join(f)).unwrap(), std::fs::read(out2.path().join(f)).unwrap(), "{f}");
+    }
+}
+
+#[test]
+fn one_bad_file_is_reported_and_the_others_are_written() {
+    let input = tempfile::tempdir().unwrap();
+    tree(input.path());
+    std::fs::write(input.path().join("a/broken.jsonl"), "{\"type\":\"message\",\n").unwrap();
+    let out = input.path().join("out"); // inside the input tree: never read back
+    let o = run(&["run", path_str(input.path()), "--out-dir", path_str(&out)]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a/broken.jsonl:1:18: EOF while parsing"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4 file(s): 2 compacted, 1 unchanged, 1 failed"), "{}", stderr(&o));
+    assert!(out.join("a/one/transcript.jsonl").exists() && !out.join("a/broken").exists());
+    // A second run over the same tree does not pick up its own outputs.
+    let o = run(&["run", path_str(input.path()), "--out-dir", path_str(&out)]);
+    assert!(stderr(&o).contains("4 file(s)"), "{}", stderr(&o));
+}
+
+#[test]
+fn globs_and_shared_folders() {
+    let input = tempfile::tempdir().unwrap();
+    tree(input.path());
+    let out = tempfile::tempdir().unwrap();
+    let glob = format!("{}/**/*.jsonl", input.path().display());
+    let o = run(&["run", &glob, "--out-dir", path_str(out.path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.path().join("a/b/two/journal.jsonl").exists());
+    // Two inputs that would share a folder: a usage error before anything is written.
+    let fresh = tempfile::tempdir().unwrap();
+    let a = input.path().join("a/one.jsonl");
+    let b = input.path().join("a/b/one.jsonl");
+    std::fs::copy(&a, &b).unwrap();
+    let o = run(&["run", path_str(&a), path_str(&b), "--out-dir", path_str(fresh.path())]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("would share the output folder one"), "{}", stderr(&o));
+    assert!(listing(fresh.path()).is_empty());
+}
+
+#[test]
+fn an_output_never_overwrites_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x/transcript.jsonl");
+    std::fs::create_dir_all(input.parent().unwrap()).unwrap();
+    std::fs::copy(root().join("testdata/cases/fallback-applied/input.jsonl"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    // Out-dir DIR/<stem>/transcript.jsonl with DIR = the parent of x and stem x: the input itself.
+    let renamed = dir.path().join("x.jsonl");
+    std::fs::copy(&input, &renamed).unwrap();
+    let o = run(&["run", path_str(&renamed), path_str(&input), "--out-dir", path_str(dir.path())]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("would overwrite the input"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}
+
+#[test]
+fn stats_totals() {
+    let input = tempfile::tempdir().unwrap();
+    tree(input.path());
+    let o = run(&["stats", path_str(input.path()), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["transcripts"], 3);
+    assert_eq!(s["failed"], 0);
+    assert_eq!(s["actions"]["history_fallback"], 1);
+    assert_eq!(s["actions"]["native_compaction_requested"], 1);
+    assert_eq!(s["actions"]["none"], 1);
+    // fallback-applied reports 19455 tokens, below-threshold 5000, the native case
+    // 3 × 3200 + 8300 + 8600.
+    assert_eq!(s["tokens_reported"], 19455 + 5000 + 26500);
+    let text = stdout(&run(&["stats", path_str(input.path())]));
+    assert!(text.contains("action history_fallback") && text.contains("tokens saved"), "{text}");
+}
+
+#[test]
+fn sigint_stops_a_batch_cleanly() {
+    let input = tempfile::tempdir().unwrap();
+    for k in 0..6 {
+        std::fs::copy(
+            root().join("testdata/cases/fallback-applied/input.jsonl"),
+            input.path().join(format!("s{k}.jsonl")),
+        )
+        .unwrap();
+    }
+    let out = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rivumi-compact"))
+        .args(["run", path_str(input.path()), "--out-dir", path_str(out.path()), "--jobs", "1"])
+        .args(["--pre-compact-hook", "sleep 1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe_kill(child.id());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not started (interrupted)"));
+    let files = listing(out.path());
+    assert!(!files.is_empty() && files.len() < 6 * 5, "{files:?}");
+    assert!(!files.iter().any(|f| f.contains(".tmp")), "no partial files: {files:?}");
+    // Every folder that exists is complete.
+    for k in 0..6 {
+        let d = out.path().join(format!("s{k}"));
+        if d.exists() {
+            assert_eq!(std::fs::read_dir(&d).unwrap().count(), 5, "s{k} is incomplete");
+        }
+    }
+}
+
+fn unsafe_kill(pid: u32) {
+    let status = std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn stdout_closed_early_is_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    let line = r#"{"type":"message","id":"mID","turn":"t","role":"user","content":"a line long enough to fill a pipe buffer quickly, again and again and again"}"#;
+    let text: String = (0..50_000).map(|k| format!("{}\n", line.replace("ID", &k.to_string()))).collect();
+    std::fs::write(&big, text).unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rivumi-compact"))
+        .args(["run", path_str(&big)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take()); // like `head -c 10`
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(&first, b"{\"type\":\"m");
+}
