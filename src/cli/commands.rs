@@ -114,6 +114,21 @@ fn with_processed<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Process
 fn run(args: RunArgs) -> Result<Exit> {
     let settings = settings(&args.policy, args.dry_run)?;
     let inputs = inputs::expand(&args.inputs, &args.policy.input_format, args.out_dir.as_deref())?;
+    if is_dataset(&args.policy.input_format, &inputs) {
+        if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
+            return Err(Error::Usage("dataset mode (openai) writes conversations only: no --dry-run or --emit".into()));
+        }
+        if inputs.len() > 1 && args.out_dir.is_none() {
+            return Err(Error::Usage(format!("{} inputs need --out-dir", inputs.len())));
+        }
+        if let Some(dir) = &args.out_dir {
+            check_distinct(&inputs)?;
+            check_not_input(dir, &inputs)?;
+        }
+        let mut s = settings.clone();
+        s.input_format = "openai".into();
+        return super::dataset::run(&inputs, &s, args.out_dir.as_deref(), args.jobs);
+    }
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
         return Err(Error::Usage(format!(
             "{} inputs need --out-dir (one input prints its transcript on stdout)",
@@ -418,4 +433,18 @@ fn stats(args: StatsArgs) -> Result<Exit> {
     } else {
         Exit::Ok
     })
+}
+
+/// Dataset mode: `--input-format openai`, or `auto` on files whose first line is a
+/// `{"messages": …}` conversation (stdin needs the flag: it is not read twice).
+fn is_dataset(format: &str, inputs: &[Input]) -> bool {
+    match format {
+        "openai" => true,
+        "auto" => inputs.iter().filter(|i| !i.is_stdin()).any(|i| {
+            let mut head = vec![0u8; 64 * 1024];
+            let n = std::fs::File::open(&i.path).and_then(|mut f| io::Read::read(&mut f, &mut head)).unwrap_or(0);
+            crate::formats::detect(&head[..n]) == "openai"
+        }),
+        _ => false,
+    }
 }

@@ -2,6 +2,7 @@
 //! shared flags. The man page and completions are generated from these definitions.
 
 mod commands;
+mod dataset;
 mod inputs;
 
 pub use commands::dispatch;

@@ -4,6 +4,9 @@
 mod claude_code;
 mod codex;
 mod common;
+pub mod openai;
+mod openhands;
+mod swe_agent;
 
 pub use claude_code::context_window as claude_context_window;
 
@@ -28,6 +31,11 @@ pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<Canonical> {
         "rivumi" => return Ok(Canonical { bytes: raw, format: "rivumi".into(), warnings: Vec::new() }),
         "claude-code" => claude_code::import(&raw, file)?,
         "codex" => codex::import(&raw, file)?,
+        "swe-agent" => swe_agent::import(&raw, file)?,
+        "openhands" => openhands::import(&raw, file)?,
+        "openai" => {
+            return Err(Error::Usage("openai files are datasets: use `run` (one output line per input line)".into()))
+        }
         other => return Err(Error::bad_input(file, format!("the {other} importer is not available in this version"))),
     };
     let warnings = imported.warnings(file, format);
@@ -56,6 +64,9 @@ pub fn detect(raw: &[u8]) -> &'static str {
     let Some(first) = trimmed.lines().find(|l| !l.trim().is_empty()) else {
         return "rivumi";
     };
+    if first.trim_start().starts_with("{\"messages\"") {
+        return "openai"; // even when the first line is longer than what was read
+    }
     let Ok(v) = serde_json::from_str::<serde_json::Value>(first) else {
         return "rivumi";
     };

@@ -2,6 +2,7 @@
 
 mod batch;
 mod check;
+mod dataset;
 mod docs;
 mod errors;
 mod fidelity;

@@ -49,10 +49,10 @@ fn summary(path: &std::path::Path) -> String {
 }
 
 #[test]
-fn claude_code_and_codex_files_import_and_decide() {
+fn every_real_file_imports_and_decides() {
     let Some(dir) = realdata() else { return };
     settings().bind(|| {
-        for sub in ["claude-code", "codex"] {
+        for sub in ["claude-code", "codex", "swe-agent", "openhands"] {
             for path in files(&dir, sub) {
                 let name = format!("realdata-{sub}-{}", path.file_stem().unwrap().to_string_lossy());
                 insta::assert_snapshot!(name, summary(&path));

@@ -1,0 +1,38 @@
+//! Dataset mode (`openai`): one output line per input line, in order; bad lines echoed
+//! and reported; a second run changes nothing.
+
+use crate::support::{cmd, run, stderr, stdout};
+
+const DATA: &str = "testdata/dataset/conversations.jsonl";
+
+#[test]
+fn every_line_gives_one_line_in_order() {
+    let o = run(&["run", DATA, "--max-total-tokens", "300"]);
+    assert_eq!(o.status.code(), Some(4), "a bad line makes the run exit 4 at the end");
+    let input = std::fs::read_to_string(DATA).unwrap();
+    let out = stdout(&o);
+    let (inp, outp): (Vec<&str>, Vec<&str>) = (input.lines().collect(), out.lines().collect());
+    assert_eq!(inp.len(), outp.len());
+    assert_ne!(inp[0], outp[0], "the long conversation is compacted");
+    let first: serde_json::Value = serde_json::from_str(outp[0]).unwrap();
+    let names: Vec<&str> = first["messages"].as_array().unwrap().iter().filter_map(|m| m["name"].as_str()).collect();
+    assert_eq!(names, ["rivumi-history_summary_fallback", "rivumi-pressure_reminder", "rivumi-reanchor"]);
+    let last = &first["messages"].as_array().unwrap().last().unwrap()["content"];
+    assert!(last.as_str().unwrap().contains("Re-anchor"), "{last}");
+    assert_eq!(inp[1], outp[1], "a short conversation is echoed byte for byte");
+    assert_eq!(inp[2], outp[2], "a bad line is echoed unchanged");
+    assert_eq!(inp[3], outp[3]);
+    assert!(stderr(&o).contains("conversations.jsonl:3:46: EOF while parsing a string\n"), "{}", stderr(&o));
+    assert!(stderr(&o).ends_with("4 line(s): 1 compacted, 2 unchanged, 1 bad\n"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_second_run_changes_nothing_and_stdin_streams() {
+    let first = run(&["run", DATA, "--max-total-tokens", "300"]).stdout;
+    let again = cmd()
+        .args(["run", "-", "--input-format", "openai", "--max-total-tokens", "300"])
+        .write_stdin(first.clone())
+        .output()
+        .unwrap();
+    assert_eq!(again.stdout, first);
+}
