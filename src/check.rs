@@ -86,7 +86,7 @@ fn run_case(case: &Path, parse_args: &dyn Fn(&[String]) -> Result<Settings>) -> 
     let settings = parse_args(&args)?;
     let input = case.join("input.jsonl");
     let raw = std::fs::read(&input).map_err(|e| Error::bad_input(&input, format!("cannot read: {e}")))?;
-    let canonical = crate::formats::import(raw, &input, &settings.input_format)?;
+    let canonical = crate::formats::import(raw.into(), &input, &settings.input_format)?;
     let mut s = settings.clone();
     s.input_format = canonical.format.clone();
     // Paths in decisions and hook payloads are relative to the case, never absolute.

@@ -26,6 +26,7 @@ pub mod policy;
 pub mod reanchor;
 pub mod render;
 pub mod report;
+pub mod source;
 pub mod stats;
 pub mod tokens;
 pub mod transcript;

@@ -50,7 +50,9 @@ fn write_injected(w: &mut dyn Write, line: &str, ends_with_newline: &mut bool) -
 /// Writes a file atomically: a temporary file in the same folder, then a rename.
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    if !dir.is_dir() {
+        std::fs::create_dir_all(dir)?;
+    }
     let mut tmp = tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").tempfile_in(dir)?;
     {
         let mut buf = io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
@@ -111,6 +113,8 @@ pub fn produced(done: &crate::engine::Processed<'_>) -> Vec<Output> {
 
 /// The out-dir layout for one input, each file written atomically.
 pub fn write_out_dir(dir: &Path, done: &crate::engine::Processed<'_>) -> Result<(), crate::error::Error> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::error::Error::Failed(format!("{}: cannot create: {e}", dir.display())))?;
     for out in produced(done) {
         let path = dir.join(out.file_name());
         write_atomic(&path, |w| out.write(w, done))

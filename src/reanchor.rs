@@ -76,7 +76,15 @@ fn unwrap_string_args(args: Value) -> Value {
     args
 }
 
+/// Compiled tool-name patterns, cached per thread: a batch compiles each list once.
 fn name_set(patterns: &[String]) -> GlobSet {
+    thread_local! {
+        static CACHE: std::cell::RefCell<HashMap<Vec<String>, GlobSet>> = std::cell::RefCell::new(HashMap::new());
+    }
+    CACHE.with(|c| c.borrow_mut().entry(patterns.to_vec()).or_insert_with(|| compile_names(patterns)).clone())
+}
+
+fn compile_names(patterns: &[String]) -> GlobSet {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
         if let Ok(g) = Glob::new(p) {

@@ -227,7 +227,7 @@ fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
     let Ok(dir) = std::fs::canonicalize(dir) else {
         return Ok(()); // a new folder holds no input
     };
-    let sources: Vec<PathBuf> =
+    let sources: std::collections::HashSet<PathBuf> =
         inputs.iter().filter(|i| !i.is_stdin()).filter_map(|i| std::fs::canonicalize(&i.path).ok()).collect();
     if sources.contains(&dir) {
         return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
@@ -235,7 +235,7 @@ fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
     for i in inputs {
         for o in Output::ALL {
             let target = dir.join(&i.out_name).join(o.file_name());
-            if std::fs::canonicalize(&target).is_ok_and(|t| sources.contains(&t)) {
+            if sources.contains(&target) {
                 return Err(Error::Usage(format!("{} would overwrite the input {}", o.file_name(), target.display())));
             }
         }

@@ -22,14 +22,14 @@ impl Input {
     }
 
     /// Reads the whole input.
-    pub fn read(&self) -> Result<Vec<u8>> {
+    pub fn read(&self) -> Result<crate::source::Source> {
         if self.is_stdin() {
             let mut buf = Vec::new();
             std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf)
                 .map_err(|e| Error::bad_input(&self.path, format!("cannot read standard input: {e}")))?;
-            return Ok(buf);
+            return Ok(buf.into());
         }
-        std::fs::read(&self.path).map_err(|e| Error::bad_input(&self.path, format!("cannot read: {e}")))
+        crate::source::read(&self.path).map_err(|e| Error::bad_input(&self.path, format!("cannot read: {e}")))
     }
 }
 
@@ -120,11 +120,11 @@ fn walk(
         .collect();
     entries.sort();
     for p in entries {
-        if exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
-            continue;
-        }
         if p.is_dir() {
-            walk(root, &p, exts, exclude, filter, out)?;
+            // Only folders can hold the out-dir; a file is never canonicalized.
+            if !exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
+                walk(root, &p, exts, exclude, filter, out)?;
+            }
             continue;
         }
         let ext_ok = exts.is_empty() || p.extension().is_some_and(|e| exts.iter().any(|x| e == *x));

@@ -18,14 +18,14 @@ pub const FORMATS: &[&str] = &["auto", "rivumi", "claude-code", "codex", "openai
 
 /// A transcript in canonical form, with the format it came from and importer warnings.
 pub struct Canonical {
-    pub bytes: Vec<u8>,
+    pub bytes: crate::source::Source,
     pub format: String,
     pub warnings: Vec<String>,
 }
 
 /// Turns an input into canonical JSONL. Canonical input is returned as it is (byte
 /// fidelity); `auto` detects the format from the first records.
-pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<Canonical> {
+pub fn import(raw: crate::source::Source, file: &Path, format: &str) -> Result<Canonical> {
     let format = if format == "auto" { detect(&raw) } else { format };
     let imported = match format {
         "rivumi" => return Ok(Canonical { bytes: raw, format: "rivumi".into(), warnings: Vec::new() }),
@@ -39,7 +39,7 @@ pub fn import(raw: Vec<u8>, file: &Path, format: &str) -> Result<Canonical> {
         other => return Err(Error::bad_input(file, format!("the {other} importer is not available in this version"))),
     };
     let warnings = imported.warnings(file, format);
-    Ok(Canonical { bytes: imported.to_jsonl(), format: format.into(), warnings })
+    Ok(Canonical { bytes: imported.to_jsonl().into(), format: format.into(), warnings })
 }
 
 /// Detects the format from the first non-blank record.

@@ -42,6 +42,14 @@ pub struct Record<'a> {
 }
 
 impl Record<'_> {
+    /// The item this record holds, if any.
+    pub fn kind_item(&self) -> Option<usize> {
+        match self.kind {
+            RecordKind::Item(i) => Some(i),
+            _ => None,
+        }
+    }
+
     pub fn terminated(&self, src: &[u8]) -> bool {
         self.span.end > self.span.start && src[self.span.end - 1] == b'\n'
     }

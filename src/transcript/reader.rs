@@ -3,6 +3,7 @@
 
 use super::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -12,10 +13,69 @@ use std::path::Path;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// Inputs larger than this are parsed in chunks of about this size, in parallel.
+const CHUNK_BYTES: usize = 8 << 20;
+
 /// Parses a canonical transcript. `file` only names the input in error messages.
+/// Large inputs are cut at line boundaries and the pieces parsed on every core; the
+/// pieces are then joined in order, so errors and ids are checked in file order.
 pub fn parse<'a>(src: &'a [u8], file: &Path) -> Result<Transcript<'a>> {
+    parse_in_chunks(src, file, CHUNK_BYTES)
+}
+
+/// `parse` with a chosen chunk size (tests use tiny chunks to cross every boundary).
+pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Result<Transcript<'a>> {
     let bom = if src.starts_with(BOM) { BOM.len() } else { 0 };
-    let mut t = Transcript {
+    let chunks = split(src, bom, chunk_bytes.max(1));
+    let parsed: Vec<(Transcript<'a>, Option<Error>)> = if chunks.len() == 1 {
+        vec![parse_chunk(src, chunks[0].0.clone(), chunks[0].1, file)]
+    } else {
+        chunks.par_iter().map(|(range, first_line)| parse_chunk(src, range.clone(), *first_line, file)).collect()
+    };
+    let mut t = empty(src, bom);
+    let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
+    for (chunk, error) in parsed {
+        let (record_offset, item_offset) = (t.records.len(), t.items.len());
+        for mut r in chunk.records {
+            match &mut r.kind {
+                RecordKind::Item(i) => {
+                    let id = chunk.items[*i].id.clone();
+                    if let Some(first) = ids.insert(id.clone(), r.line) {
+                        let msg = format!("duplicate id {id:?} (first used on line {first})");
+                        return Err(Error::bad_line(file, r.line, 1, msg));
+                    }
+                    *i += item_offset;
+                }
+                RecordKind::Session if t.records.iter().any(|r| !matches!(r.kind, RecordKind::Blank)) => {
+                    return Err(Error::bad_line(
+                        file,
+                        r.line,
+                        1,
+                        "a \"session\" record is only allowed as the first record",
+                    ));
+                }
+                _ => {}
+            }
+            t.records.push(r);
+        }
+        t.items.extend(chunk.items.into_iter().map(|mut item| {
+            item.record += record_offset;
+            item
+        }));
+        t.session = t.session.or(chunk.session);
+        t.unknown_records += chunk.unknown_records;
+        // The records before a chunk's bad line were checked above, so an earlier
+        // duplicate id is reported first.
+        if let Some(e) = error {
+            return Err(e);
+        }
+    }
+    link_results(&mut t);
+    Ok(t)
+}
+
+fn empty(src: &[u8], bom: usize) -> Transcript<'_> {
+    Transcript {
         src,
         bom,
         records: Vec::new(),
@@ -24,32 +84,60 @@ pub fn parse<'a>(src: &'a [u8], file: &Path) -> Result<Transcript<'a>> {
         unknown_records: 0,
         orphan_results: Vec::new(),
         call_owner: HashMap::default(),
-    };
-    let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
-    let mut start = bom;
-    let mut line_no = 0;
-    while start < src.len() {
+    }
+}
+
+/// Byte ranges of about `CHUNK_BYTES` that end on line ends, with their first line number.
+fn split(src: &[u8], bom: usize, chunk_bytes: usize) -> Vec<(std::ops::Range<usize>, usize)> {
+    let mut out = Vec::new();
+    let (mut start, mut line) = (bom, 1);
+    while start < src.len() || out.is_empty() {
+        let target = (start + chunk_bytes).min(src.len());
+        let end = if target == src.len() {
+            target
+        } else {
+            memchr::memchr(b'\n', &src[target..]).map_or(src.len(), |off| target + off + 1)
+        };
+        out.push((start..end, line));
+        line += memchr::memchr_iter(b'\n', &src[start..end]).count();
+        start = end;
+    }
+    out
+}
+
+/// Parses the lines in `range`, numbering them from `first_line`, up to the first bad
+/// line (returned beside what came before it). Item and record indices are local to
+/// the chunk until `parse` joins the chunks.
+fn parse_chunk<'a>(
+    src: &'a [u8],
+    range: std::ops::Range<usize>,
+    first_line: usize,
+    file: &Path,
+) -> (Transcript<'a>, Option<Error>) {
+    let mut t = empty(src, 0);
+    let error = parse_lines(&mut t, src, range, first_line, file).err();
+    (t, error)
+}
+
+fn parse_lines<'a>(
+    t: &mut Transcript<'a>,
+    src: &'a [u8],
+    range: std::ops::Range<usize>,
+    first_line: usize,
+    file: &Path,
+) -> Result<()> {
+    let mut start = range.start;
+    let mut line_no = first_line - 1;
+    while start < range.end {
         line_no += 1;
         let (end, text_end) = line_bounds(src, start);
         let is_last = end == src.len();
         let text = utf8_line(&src[start..text_end], file, line_no)?;
-        let kind = parse_record(&mut t, text, file, line_no, is_last && end == text_end)?;
-        if let RecordKind::Item(i) = kind {
-            let id = t.items[i].id.clone();
-            if let Some(first) = ids.insert(id.clone(), line_no) {
-                return Err(Error::bad_line(
-                    file,
-                    line_no,
-                    1,
-                    format!("duplicate id {id:?} (first used on line {first})"),
-                ));
-            }
-        }
+        let kind = parse_record(t, text, file, line_no, is_last && end == text_end)?;
         t.records.push(Record { span: start..end, line: line_no, kind });
         start = end;
     }
-    link_results(&mut t);
-    Ok(t)
+    Ok(())
 }
 
 /// Where the line starting at `start` ends (after its terminator) and where its text ends.
@@ -310,5 +398,70 @@ impl<'de> Deserialize<'de> for StrLen {
             }
         }
         d.deserialize_str(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SESSION: &str = r#"{"type":"session","id":"s","task":{"max_total_tokens":100}}"#;
+
+    fn lines(n: usize) -> String {
+        let mut s = format!("{SESSION}\n\n");
+        for k in 0..n {
+            s.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"a{k}\",\"turn\":\"t{k}\",\"role\":\"assistant\",\"content\":\"x\\ny {k}\",\"tool_calls\":[{{\"id\":\"c{k}\",\"name\":\"bash\",\"arguments\":{{}}}}]}}\r\n"
+            ));
+            s.push_str(&format!(
+                "{{\"type\":\"tool_result\",\"id\":\"r{k}\",\"call_id\":\"c{k}\",\"content\":\"ok\"}}\n"
+            ));
+            s.push_str("{\"type\":\"event\",\"name\":\"tick\"}\n");
+        }
+        s
+    }
+
+    fn shape(t: &Transcript<'_>) -> Vec<(std::ops::Range<usize>, usize, String, Option<usize>)> {
+        t.records
+            .iter()
+            .map(|r| {
+                let (id, owner) = match r.kind {
+                    RecordKind::Item(i) => (t.items[i].id.to_string(), t.items[i].call_item),
+                    _ => (format!("{:?}", std::mem::discriminant(&r.kind)), None),
+                };
+                (r.span.clone(), r.line, id, owner)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunked_parse_equals_whole_parse() {
+        let text = lines(50);
+        let whole = parse_in_chunks(text.as_bytes(), Path::new("t"), usize::MAX / 2).unwrap();
+        for chunk in [1, 7, 64, 300, 1000] {
+            let t = parse_in_chunks(text.as_bytes(), Path::new("t"), chunk).unwrap();
+            assert_eq!(shape(&t), shape(&whole), "chunk size {chunk}");
+            assert_eq!(t.items.len(), 100);
+            assert!(t.session.is_some());
+            for (i, item) in t.items.iter().enumerate() {
+                assert_eq!(t.records[item.record].kind_item(), Some(i));
+            }
+        }
+    }
+
+    #[test]
+    fn errors_across_chunks_are_reported_in_file_order() {
+        let mut text = lines(20);
+        text.push_str("{\"type\":\"message\",\"id\":\"a3\",\"role\":\"user\",\"content\":\"dup\"}\n");
+        text.push_str("{broken\n");
+        for chunk in [1, 50, usize::MAX / 2] {
+            let e = parse_in_chunks(text.as_bytes(), Path::new("t"), chunk).unwrap_err().to_string();
+            assert_eq!(e, "t:63:1: duplicate id \"a3\" (first used on line 12)", "chunk size {chunk}");
+        }
+        let late_session = format!("{}{SESSION}\n", lines(3));
+        for chunk in [1, 40, usize::MAX / 2] {
+            let e = parse_in_chunks(late_session.as_bytes(), Path::new("t"), chunk).unwrap_err().to_string();
+            assert!(e.starts_with("t:12:1: a \"session\" record"), "chunk size {chunk}: {e}");
+        }
     }
 }

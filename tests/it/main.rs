@@ -9,5 +9,6 @@ mod fidelity;
 mod golden;
 mod hooks;
 mod properties;
+mod readme;
 mod realdata;
 mod support;

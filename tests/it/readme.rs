@@ -1,0 +1,45 @@
+//! Keeps the README honest: every ```console block that starts with
+//! `$ rivumi-compact …` is run, and its stdout must be the block's text.
+
+use crate::support::{cmd, root};
+
+/// Splits a command line on spaces, honouring single quotes.
+fn words(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' if !quoted => {
+                if any || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            _ => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[test]
+fn readme_console_examples_are_real() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut checked = 0;
+    let mut blocks = readme.split("```console\n").skip(1);
+    while let Some(block) = blocks.next() {
+        let body = block.split("\n```").next().unwrap();
+        let (first, expected) = body.split_once('\n').unwrap_or((body, ""));
+        let Some(command) = first.strip_prefix("$ rivumi-compact ") else { continue };
+        let o = cmd().args(words(command)).output().unwrap();
+        let actual = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(actual.trim_end(), expected.trim_end(), "README example `{command}` is out of date");
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} README examples found");
+}
