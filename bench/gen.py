@@ -3,6 +3,7 @@
 
     gen.py big OUT.jsonl --mb 150        one large session (about 7.5 KB per turn)
     gen.py many OUT_DIR --files 10000    small sessions of 5-50 KB each
+    gen.py dataset OUT.jsonl --lines N   OpenAI-format conversations, one per line
 
 Tool results carry code-like text with escapes (newlines, quotes, tabs, non-ASCII),
 assistant messages carry usage, and the budget is set so the fallback is applied.
@@ -80,6 +81,17 @@ def main():
             sub = os.path.join(out, f"{i // 1000:02}")
             os.makedirs(sub, exist_ok=True)
             write(os.path.join(sub, f"s{i:05}.jsonl"), session(rng, rng.randint(3, 25), 400))
+    elif kind == "dataset":
+        n = int(sys.argv[sys.argv.index("--lines") + 1]) if "--lines" in sys.argv else 10000
+        with open(out, "w", encoding="utf-8") as f:
+            for _ in range(n):
+                msgs = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": code_block(rng, 200)}]
+                for t in range(rng.randint(2, 12)):
+                    msgs.append({"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{t}", "type": "function",
+                                 "function": {"name": "bash", "arguments": json.dumps({"command": "pytest -q"})}}]})
+                    msgs.append({"role": "tool", "tool_call_id": f"call_{t}", "content": code_block(rng, 600)})
+                msgs.append({"role": "assistant", "content": "Done."})
+                f.write(json.dumps({"messages": msgs}, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         sys.exit(__doc__)
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${BENCH_MB:-150}
 FILES=${BENCH_FILES:-10000}
-RUNS=${BENCH_RUNS:-3}
+RUNS=${BENCH_RUNS:-5}
 OUT=${BENCH_DIR:-bench/out}
 mkdir -p "$OUT"
 cargo build --release --quiet --bin rivumi-compact --example bare_parse
@@ -20,6 +20,18 @@ many="$OUT/many-${FILES}"
 [ -f "$big" ] || python3 bench/gen.py big "$big" --mb "$MB"
 [ -f "$small" ] || python3 bench/gen.py big "$small" --mb "$(python3 -c "print($MB/10)")"
 [ -d "$many" ] || python3 bench/gen.py many "$many" --files "$FILES"
+ds1="$OUT/dataset-10k.jsonl"; ds10="$OUT/dataset-100k.jsonl"
+[ -f "$ds1" ] || python3 bench/gen.py dataset "$ds1" --lines 10000
+[ -f "$ds10" ] || python3 bench/gen.py dataset "$ds10" --lines 100000
+# The many-files case measures the tool, not the VM's disk: inputs and outputs go to a
+# tmpfs when there is one (BENCH_TMPFS=none keeps them on disk).
+FS=${BENCH_TMPFS:-/dev/shm}
+if [ "$FS" != none ] && [ -d "$FS" ]; then
+  rm -rf "$FS/rivumi-bench"; mkdir -p "$FS/rivumi-bench"; cp -r "$many" "$FS/rivumi-bench/many"
+  many="$FS/rivumi-bench/many"; OUTMANY="$FS/rivumi-bench"
+else
+  OUTMANY="$OUT"
+fi
 
 # median wall-clock seconds of RUNS runs of a command (stdout discarded)
 median() {
@@ -41,11 +53,14 @@ t_jq=$(median jq -c . "$big")
 t_py=$(median python3 bench/minimal.py "$big" /dev/null)
 t_step=$(median "$BIN" run "$small")
 rss=$(peak_kb "$BIN" run "$big")
-rm -rf "$OUT/o1" "$OUT/o2"
-"$BIN" run "$many" --out-dir "$OUT/o1" > /dev/null 2>&1   # warm the page cache
-t_j1=$(median "$BIN" run "$many" --out-dir "$OUT/o1" --jobs 1)
-t_j2=$(median "$BIN" run "$many" --out-dir "$OUT/o2" --jobs 2)
-same=$(diff -r "$OUT/o1" "$OUT/o2" > /dev/null && echo identical || echo DIFFERENT)
+rm -rf "$OUTMANY/o1" "$OUTMANY/o2"
+"$BIN" run "$many" --out-dir "$OUTMANY/o1" > /dev/null 2>&1   # warm the page cache
+t_j1=$(median "$BIN" run "$many" --out-dir "$OUTMANY/o1" --jobs 1)
+t_j2=$(median "$BIN" run "$many" --out-dir "$OUTMANY/o2" --jobs 2)
+same=$(diff -r "$OUTMANY/o1" "$OUTMANY/o2" > /dev/null && echo identical || echo DIFFERENT)
+rss_ds1=$(peak_kb "$BIN" run "$ds1" --max-total-tokens 3000)
+rss_ds10=$(peak_kb "$BIN" run "$ds10" --max-total-tokens 3000)
+t_ds10=$(median "$BIN" run "$ds10" --max-total-tokens 3000)
 
 echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; median of $RUNS runs; $(nproc) cores"
 printf '%-44s %10s %10s %8s\n' "measure" "seconds" "ratio" "target"
@@ -57,4 +72,7 @@ printf '%-44s %10.3f %10s %8s\n' "10x size step (big / step)" "$t_step" "$(ratio
 printf '%-44s %10s %10s %8s\n' "peak RSS / input size" "$(( rss / 1024 )) MiB" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.5"
 printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 1" "$t_j1" "" ""
 printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 2 (speed-up)" "$t_j2" "$(ratio "$t_j1" "$t_j2")" ">= 1.7"
-echo "outputs with --jobs 1 and --jobs 2: $same"
+printf '%-44s %10s %10s %8s\n' "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
+printf '%-44s %10.3f %10s %8s\n' "dataset mode, 100k lines ($(( $(stat -c %s "$ds10") / 1000000 )) MB)" "$t_ds10" "" ""
+echo "outputs with --jobs 1 and --jobs 2: $same; many-files run on: ${FS}"
+rm -rf "${FS:?}/rivumi-bench" 2>/dev/null || true

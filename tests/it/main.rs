@@ -2,6 +2,7 @@
 
 mod batch;
 mod check;
+mod cli;
 mod dataset;
 mod docs;
 mod errors;
@@ -11,4 +12,5 @@ mod hooks;
 mod properties;
 mod readme;
 mod realdata;
+mod robust;
 mod support;

@@ -1,0 +1,101 @@
+//! The smaller commands and flags: `config` provenance, `decide --json`, `--tokenizer`,
+//! `--dry-run`, `--emit`.
+
+use crate::support::{path_str, run, stderr, stdout, temp_file};
+
+const CASE: &str = "testdata/cases/fallback-applied/input.jsonl";
+
+#[test]
+fn config_shows_each_layer() {
+    let (dir, cfg) = temp_file(
+        "cfg.json",
+        br#"{"threshold":0.9,"reanchor":{"max_entries":5},"workspace":{"allowed_paths":["lib/**"]}}"#,
+    );
+    let o = run(&[
+        "config",
+        CASE,
+        "--config",
+        path_str(&cfg),
+        "--threshold",
+        "0.95",
+        "--allow",
+        "a/*",
+        "--allow",
+        "b/*",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let layer = |k: &str| (v[k]["value"].clone(), v[k]["from"].as_str().unwrap().to_string());
+    assert_eq!(layer("runtime.kind"), (serde_json::json!("agent-runner"), "default".into()));
+    assert_eq!(layer("task.max_total_tokens"), (serde_json::json!(20000), "session".into()));
+    assert_eq!(layer("reanchor.max_entries"), (serde_json::json!(5), "config file".into()));
+    assert_eq!(layer("threshold"), (serde_json::json!(0.95), "flag".into()));
+    // Repeated flags build one list, which replaces the file's and the session's.
+    assert_eq!(layer("workspace.allowed_paths"), (serde_json::json!(["a/*", "b/*"]), "flag".into()));
+    let text = stdout(&run(&["config", CASE]));
+    assert!(
+        text.contains("task.max_total_tokens")
+            && text.lines().any(|l| l.starts_with("verification") && l.ends_with("session")),
+        "{text}"
+    );
+    drop(dir);
+}
+
+#[test]
+fn tokenizers_count_real_tokens() {
+    let case = "testdata/cases/usage-estimated/input.jsonl";
+    let used = |tok: &str| -> u64 {
+        let o = run(&["decide", case, "--json", "--tokenizer", tok]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["estimated"], true);
+        v["used"].as_u64().unwrap()
+    };
+    let (h, o200k, cl100k) = (used("heuristic"), used("o200k"), used("cl100k"));
+    assert_eq!(h, 587, "the bytes/4 estimate is pinned by the golden case");
+    assert_ne!(o200k, h);
+    assert!(o200k > 100 && o200k < 2000 && cl100k > 100 && cl100k < 2000, "{o200k} {cl100k}");
+    assert_eq!(o200k, used("o200k"), "deterministic");
+}
+
+#[test]
+fn dry_run_prints_the_decision_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("hook-ran");
+    let o = run(&[
+        "run",
+        CASE,
+        "--dry-run",
+        "--out-dir",
+        path_str(dir.path()),
+        "--pre-compact-hook",
+        &format!("touch {}", marker.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    assert!(v.is_null() || v["action"] == "history_fallback");
+    assert!(!marker.exists(), "no hooks in a dry run");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no files in a dry run");
+    let o = run(&["run", CASE, "--dry-run"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["action"], "history_fallback");
+    let o = run(&["run", CASE, "--dry-run", "--emit", "summary"]);
+    assert!(stdout(&o).starts_with("[rivumi] History summary fallback."));
+}
+
+#[test]
+fn every_emit_choice() {
+    for (emit, start) in [
+        ("transcript", "{\"type\":\"session\""),
+        ("decision", "{\n  \"path\""),
+        ("journal", "{\"seq\":0"),
+        ("summary", "[rivumi] History"),
+        ("reanchor", "[rivumi] Re-anchor"),
+    ] {
+        let o = run(&["run", CASE, "--emit", emit]);
+        assert!(o.status.success());
+        assert!(stdout(&o).starts_with(start), "{emit}: {}", stdout(&o));
+        assert!(stderr(&o).contains("-> history_fallback"), "one line for people on stderr");
+    }
+}
