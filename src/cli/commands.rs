@@ -227,8 +227,17 @@ fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
     let Ok(dir) = std::fs::canonicalize(dir) else {
         return Ok(()); // a new folder holds no input
     };
-    let sources: std::collections::HashSet<PathBuf> =
-        inputs.iter().filter(|i| !i.is_stdin()).filter_map(|i| std::fs::canonicalize(&i.path).ok()).collect();
+    // Canonicalize each input's folder once (a batch has few folders and many files).
+    let mut folders: std::collections::HashMap<PathBuf, Option<PathBuf>> = std::collections::HashMap::new();
+    let mut sources: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    for i in inputs.iter().filter(|i| !i.is_stdin()) {
+        let (Some(parent), Some(name)) = (i.path.parent(), i.path.file_name()) else { continue };
+        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+        let canon = folders.entry(parent.to_path_buf()).or_insert_with(|| std::fs::canonicalize(parent).ok());
+        if let Some(c) = canon {
+            sources.insert(c.join(name));
+        }
+    }
     if sources.contains(&dir) {
         return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
     }

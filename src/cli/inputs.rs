@@ -114,13 +114,18 @@ fn walk(
     filter: Filter<'_>,
     out: &mut Vec<Input>,
 ) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    // The entry's file type comes with the directory listing: no stat per file.
+    let mut entries: Vec<(PathBuf, bool)> = std::fs::read_dir(dir)
         .map_err(|e| Error::bad_input(dir, format!("cannot read directory: {e}")))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let is_dir = e.file_type().map(|t| t.is_dir() || (t.is_symlink() && e.path().is_dir())).unwrap_or(false);
+            (e.path(), is_dir)
+        })
         .collect();
     entries.sort();
-    for p in entries {
-        if p.is_dir() {
+    for (p, is_dir) in entries {
+        if is_dir {
             // Only folders can hold the out-dir; a file is never canonicalized.
             if !exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
                 walk(root, &p, exts, exclude, filter, out)?;
