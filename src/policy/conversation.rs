@@ -1,7 +1,7 @@
 //! The conversation runtime (SPEC 3, 6): auto-compaction against the context window,
 //! the native request/completion lifecycle, and the local semantic checkpoint.
 
-use super::{base_decision, last_input_turn, summary_text, threshold_event, Action, Figure, Plan, Reason};
+use super::{base_decision, gate, last_input_turn, summary_text, threshold_event, Action, Figure, Plan, Reason};
 use super::{injected, injected_record, occupancy, reaches, Options};
 use crate::config::{Config, RuntimeKind};
 use crate::render;
@@ -55,7 +55,7 @@ pub(super) fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]
     if !plan.decision.reasons.is_empty() {
         return plan;
     }
-    if !gate(&mut plan, cfg, opts) {
+    if !gate(&mut plan, cfg, opts, "compaction") {
         return plan;
     }
     if cfg.native_compaction {
@@ -64,22 +64,6 @@ pub(super) fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]
         checkpoint(t, cfg, opts, est, fig, &mut plan);
     }
     plan
-}
-
-/// The pre-compact hook's say, recorded; false when it denied.
-fn gate(plan: &mut Plan, cfg: &Config, opts: &Options) -> bool {
-    plan.gated = true;
-    if let Some(reason) = &opts.denied_by_hook {
-        plan.decision
-            .reasons
-            .push(Reason::new("denied_by_hook", format!("the pre-compact hook denied the compaction: {reason}")));
-        plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
-        return false;
-    }
-    if cfg.pre_compact.is_some() {
-        plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
-    }
-    true
 }
 
 /// Native support: append the request event and the pending conversation re-anchor.

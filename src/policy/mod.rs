@@ -191,16 +191,8 @@ fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: 
         ));
         return;
     }
-    plan.gated = true;
-    if let Some(reason) = &opts.denied_by_hook {
-        plan.decision
-            .reasons
-            .push(Reason::new("denied_by_hook", format!("the pre-compact hook denied the fallback: {reason}")));
-        plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
+    if !gate(plan, cfg, opts, "fallback") {
         return;
-    }
-    if cfg.pre_compact.is_some() {
-        plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
     }
     let text = summary_text(t, eligible, cfg);
     let usage = summarized_usage(t, eligible, est);
@@ -223,6 +215,22 @@ fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: 
     plan.decision.fallback_applied = true;
     plan.decision.action = Action::HistoryFallback;
     let _ = fig;
+}
+
+/// Records the pre-compact hook's say on a planned compaction (`what`); false when it
+/// denied. The engine runs the hook and plans again with its verdict.
+pub(crate) fn gate(plan: &mut Plan, cfg: &Config, opts: &Options, what: &str) -> bool {
+    plan.gated = true;
+    if let Some(reason) = &opts.denied_by_hook {
+        let message = format!("the pre-compact hook denied the {what}: {reason}");
+        plan.decision.reasons.push(Reason::new("denied_by_hook", message));
+        plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
+        return false;
+    }
+    if cfg.pre_compact.is_some() {
+        plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
+    }
+    true
 }
 
 /// The summary of the eligible items; only the lines that can be shown are decoded.
