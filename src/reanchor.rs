@@ -161,7 +161,7 @@ impl Recency {
 
     fn newest_first(self) -> Vec<String> {
         let mut v: Vec<(String, usize)> = self.last_seen.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|p| std::cmp::Reverse(p.1));
         v.into_iter().map(|(p, _)| p).collect()
     }
 }
@@ -204,12 +204,8 @@ pub fn starts_with_word(cmd: &str, prefix: &str) -> bool {
 }
 
 fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -> String {
-    let result: Option<&Item> = t
-        .items
-        .iter()
-        .skip(owner + 1)
-        .filter(|r| r.call_item == Some(owner) && r.result_call_id() == Some(call_id))
-        .last();
+    let result: Option<&Item> =
+        t.items.iter().skip(owner + 1).rfind(|r| r.call_item == Some(owner) && r.result_call_id() == Some(call_id));
     let (state, code) = match result {
         None => return format!("unknown (`{verify}` has no result yet)"),
         Some(r) => match &r.kind {

@@ -109,10 +109,7 @@ impl State {
     }
 
     fn message(&mut self, p: &Value, id: &str) {
-        let role = match p.get("role").and_then(Value::as_str) {
-            Some(r @ ("user" | "assistant" | "developer" | "system")) => r,
-            _ => "user",
-        };
+        let role = p.get("role").and_then(Value::as_str).unwrap_or("user");
         if role == "user" {
             self.turns += 1;
         }

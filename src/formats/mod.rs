@@ -50,7 +50,7 @@ pub fn detect(raw: &[u8]) -> &'static str {
         return "openhands";
     }
     if trimmed.starts_with('{')
-        && !trimmed.lines().next().is_some_and(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+        && trimmed.lines().next().is_none_or(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
     {
         // A pretty-printed JSON document: SWE-agent trajectories and OpenHands dumps.
         return if trimmed.contains("\"history\"") && trimmed.contains("\"tool_call_ids\"") {

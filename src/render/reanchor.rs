@@ -114,7 +114,7 @@ fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) 
         .to_string();
     let native = if f.native_compaction { "native compaction" } else { "no native compaction" };
     let opt = |v: &Option<String>| escape_controls(v.as_deref().unwrap_or("unknown"));
-    let constraints = vec![
+    let constraints = [
         format!("runtime: conversation ({native})"),
         format!("mode: {}", opt(&f.mode)),
         format!("permission: {}", opt(&f.permission)),

@@ -244,7 +244,7 @@ fn parse_record<'a>(
 /// The common case, `{"type":"x",…`, read without a JSON pass; `None` means "ask serde".
 fn record_type(text: &str) -> Option<&str> {
     let rest = text.strip_prefix("{\"type\":\"")?;
-    let end = rest.find(|c| c == '"' || c == '\\')?;
+    let end = rest.find(['"', '\\'])?;
     (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
 }
 

@@ -1,7 +1,7 @@
 //! Batches: directories and globs, mirrored out-dir layout, one bad file among good
 //! ones, identical output whatever --jobs is, inputs never overwritten, stats.
 
-use crate::support::{cmd, path_str, root, run, stderr, stdout};
+use crate::support::{path_str, root, run, stderr, stdout};
 use std::path::Path;
 
 fn tree(dir: &Path) {

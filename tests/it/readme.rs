@@ -31,8 +31,8 @@ fn words(line: &str) -> Vec<String> {
 fn readme_console_examples_are_real() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let mut checked = 0;
-    let mut blocks = readme.split("```console\n").skip(1);
-    while let Some(block) = blocks.next() {
+    let blocks = readme.split("```console\n").skip(1);
+    for block in blocks {
         let body = block.split("\n```").next().unwrap();
         let (first, expected) = body.split_once('\n').unwrap_or((body, ""));
         let Some(command) = first.strip_prefix("$ rivumi-compact ") else { continue };

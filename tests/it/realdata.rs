@@ -15,7 +15,7 @@ fn realdata() -> Option<PathBuf> {
     }
 }
 
-fn files(dir: &PathBuf, sub: &str) -> Vec<PathBuf> {
+fn files(dir: &std::path::Path, sub: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(sub)).unwrap().map(|e| e.unwrap().path()).collect();
     v.sort();
     v
