@@ -140,16 +140,16 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
     }
     let event = completion.as_deref().map_or(Value::Null, |id| completion_event(t, id));
     let payload = hook_payload("post_compact", plan, name, event);
-    let outcome = hooks::post_compact(cmd, &payload, config.hook_timeout_secs);
-    let (ok, message) = match outcome {
-        Ok(()) => (true, Value::Null),
+    // The failure's words (with the command, maybe an absolute path) go to stderr; the
+    // journal keeps only the outcome, so it stays free of paths.
+    let outcome = match hooks::post_compact(cmd, &payload, config.hook_timeout_secs) {
+        Ok(()) => "ok",
         Err(m) => {
             warnings.push(format!("{}: {m}", name.display()));
-            (false, json!(m))
+            "failed"
         }
     };
-    let outcome = if ok { "ok" } else { "failed" };
-    plan.journal.push("post_compact_hook", json!({"outcome": outcome, "message": message, "id": completion}));
+    plan.journal.push("post_compact_hook", json!({"outcome": outcome, "id": completion}));
     if let Some(id) = completion {
         plan.appended
             .push(json!({"type": "event", "name": "post_compact_hook", "id": id, "outcome": outcome}).to_string());

@@ -69,6 +69,7 @@ fn extra_sections() -> String {
             "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message)",
         ),
         ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
+        ("130", "interrupted by SIGINT: files already written are complete, no partial file is left"),
     ] {
         roff.control("TP", []);
         roff.text([roman(code)]);

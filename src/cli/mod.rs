@@ -15,7 +15,8 @@ const EXIT_CODES: &str = "Exit codes:
   1  check found differences, or validate found violations
   2  usage error, found before any input is read
   3  bad input: a transcript or configuration that cannot be read or parsed
-  4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed";
+  4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed
+  130  interrupted (SIGINT); finished files are complete, nothing partial is left";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -92,6 +92,7 @@ fn post_hook_failure_is_a_warning() {
     assert!(o.status.success(), "the result stands: {}", stderr(&o));
     assert!(stderr(&o).contains("warning") && stderr(&o).contains("post broke"), "{}", stderr(&o));
     assert!(stdout(&o).contains(r#""event":"post_compact_hook","outcome":"failed""#), "{}", stdout(&o));
+    assert!(!stdout(&o).contains(&dir.path().display().to_string()), "no absolute paths in the journal");
 }
 
 #[test]
