@@ -4,6 +4,7 @@
 mod commands;
 mod dataset;
 mod inputs;
+mod run;
 
 pub use commands::dispatch;
 
