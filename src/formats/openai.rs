@@ -86,26 +86,33 @@ fn usage(u: &Value) -> Value {
 }
 
 /// The output line for a processed conversation: kept messages as they were, injected
-/// ones as user messages named `rivumi-<kind>`.
+/// ones as user messages named `rivumi-<kind>`. Walks the plan directly (no
+/// re-serialization of the kept messages).
 pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let originals = line.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut buf = Vec::new();
-    crate::output::write_transcript(&mut buf, &done.transcript, &done.plan).expect("writing to memory");
-    let mut messages = Vec::new();
-    for rec in buf.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        let Ok(v) = serde_json::from_slice::<Value>(rec) else { continue };
-        let id = v.get("id").and_then(Value::as_str).unwrap_or("");
-        match id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok()).and_then(|k| originals.get(k)) {
-            Some(original) => messages.push(original.clone()),
-            None => {
-                let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note");
-                messages.push(json!({"role": "user", "name": format!("{NAME_PREFIX}{}", kind.replace(':', "-")), "content": v.get("content").cloned().unwrap_or(json!(""))}));
-            }
+    let (t, plan) = (&done.transcript, &done.plan);
+    let removed: std::collections::HashSet<usize> = plan.removed.iter().copied().collect();
+    let mut messages = Vec::with_capacity(originals.len() + plan.appended.len() + 1);
+    for (ri, r) in t.records.iter().enumerate() {
+        if let Some(i) = r.kind_item().filter(|i| !removed.contains(i)) {
+            let k = t.items[i].id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok());
+            messages.extend(k.and_then(|k| originals.get(k)).cloned());
+        }
+        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
+            messages.push(chat_message(injected));
         }
     }
+    messages.extend(plan.appended.iter().map(|a| chat_message(a)));
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("messages".into(), Value::Array(messages));
     Value::Object(out)
+}
+
+/// An injected canonical record as a chat message.
+fn chat_message(record: &str) -> Value {
+    let v: Value = serde_json::from_str(record).unwrap_or(Value::Null);
+    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note");
+    json!({"role": "user", "name": format!("{NAME_PREFIX}{kind}"), "content": v.get("content").cloned().unwrap_or(json!(""))})
 }
 
 /// What happened to one dataset line.
