@@ -36,8 +36,11 @@ pub fn map<I: Sync, R: Send>(
     let bar = progress.then(|| {
         let bar = ProgressBar::new(items.len() as u64);
         bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} files  {per_sec}  ETA {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template("{bar:40} {pos}/{len} files  {rate}  ETA {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .with_key("rate", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} files/s", s.per_sec());
+                }),
         );
         bar
     });
