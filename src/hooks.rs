@@ -38,18 +38,8 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
     });
-    let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        s
-    });
+    let out_rx = drain(child.stdout.take().expect("piped stdout"));
+    let err_rx = drain(child.stderr.take().expect("piped stderr"));
     let status = match child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(|e| e.to_string())? {
         Some(status) => status,
         None => {
@@ -59,9 +49,48 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
         }
     };
     let _ = writer.join();
-    let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
+    // A background process the command left behind may hold the pipes open: read what
+    // came within a grace period and move on.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    let left = || deadline.saturating_duration_since(std::time::Instant::now());
+    let stdout = out_rx.collect(left());
+    let stderr = err_rx.collect(left());
     Ok(Finished { code: status.code(), stdout, stderr })
+}
+
+/// A pipe being read on its own thread.
+struct Drained {
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl Drained {
+    /// What was read once the pipe closed, or by `wait` at the latest.
+    fn collect(&self, wait: Duration) -> String {
+        let _ = self.done.recv_timeout(wait);
+        let bytes = self.bytes.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// Reads a pipe to its end on a thread, keeping what arrived so far available.
+fn drain(mut pipe: impl Read + Send + 'static) -> Drained {
+    let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, done) = std::sync::mpsc::channel();
+    let sink = bytes.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut b) = sink.lock() {
+                b.extend_from_slice(&buf[..n]);
+            }
+        }
+        let _ = tx.send(());
+    });
+    Drained { bytes, done }
 }
 
 /// Runs a pre-compact hook: exit 0 allows unless stdout says `{"decision":"deny"}`;

@@ -203,3 +203,13 @@ fn overlapping_turn_ids_refuse_the_checkpoint() {
     assert_eq!(o.status.code(), Some(4));
     assert_eq!(decision(&o)["reasons"][0]["code"], "checkpoint_refused");
 }
+
+#[test]
+fn a_hook_that_leaves_a_background_process_does_not_hang_the_run() {
+    let start = std::time::Instant::now();
+    let deny = r#"sleep 30 & echo '{"decision":"deny","reason":"busy"}'; exit 0"#;
+    let o = run(&["run", FALLBACK, "--pre-compact-hook", deny, "--emit", "decision"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(decision(&o)["reasons"][0]["code"], "denied_by_hook", "what the hook printed before exiting counts");
+    assert!(start.elapsed() < std::time::Duration::from_secs(15), "waited for the background process");
+}
