@@ -8,7 +8,7 @@ use crate::render::escape_controls;
 use clap::CommandFactory;
 use serde_json::{json, Value};
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs a parsed command line; returns the exit code.
 pub fn dispatch(cli: Cli) -> Exit {
@@ -222,7 +222,16 @@ fn validate(args: ValidateArgs) -> Result<Exit> {
     let mut unreadable = false;
     for input in &inputs {
         match load(input, &args.input_format) {
-            Ok(canonical) => all.extend(crate::validate::validate(&canonical.bytes, &input.path)),
+            Ok(canonical) => {
+                // Imported files are validated in their canonical form: say so, since
+                // the line numbers are those of that form.
+                let shown = if canonical.format == "rivumi" {
+                    input.path.clone()
+                } else {
+                    PathBuf::from(format!("{} (as canonical {})", input.path.display(), canonical.format))
+                };
+                all.extend(crate::validate::validate(&canonical.bytes, &shown));
+            }
             Err(e) => {
                 unreadable = true;
                 report(&e.to_string());
