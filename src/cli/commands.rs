@@ -266,7 +266,11 @@ fn stats(args: StatsArgs) -> Result<Exit> {
     let inputs = inputs::expand(&args.inputs, &args.policy.input_format, None)?;
     crate::batch::install_interrupt_handler();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
+    let dataset = inputs::is_dataset(&args.policy.input_format, &inputs);
     let per_file = crate::batch::map(&inputs, args.jobs, progress, |input| {
+        if dataset {
+            return dataset_stats(input, &settings);
+        }
         with_processed(input, &settings, |done| {
             let mut one = crate::stats::Stats::new();
             one.add(done);
@@ -298,4 +302,19 @@ fn stats(args: StatsArgs) -> Result<Exit> {
     } else {
         Exit::Ok
     })
+}
+
+/// Stats over a dataset file: every line is a transcript; bad lines are reported and
+/// counted as failed.
+fn dataset_stats(input: &Input, settings: &Settings) -> Result<crate::stats::Stats> {
+    let mut s = settings.clone();
+    s.input_format = "openai".into();
+    let text = input.read()?;
+    let mut stats = crate::stats::Stats::new();
+    for (k, line) in String::from_utf8_lossy(&text).lines().enumerate() {
+        if let Some(m) = crate::formats::openai::add_line_stats(line, &input.path, k + 1, &s, &mut stats) {
+            report(&escape_controls(&m));
+        }
+    }
+    Ok(stats)
 }

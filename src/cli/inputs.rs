@@ -142,3 +142,17 @@ fn walk(
     }
     Ok(())
 }
+
+/// Dataset mode: `--input-format openai`, or `auto` on files whose first line is a
+/// `{"messages": …}` conversation (stdin needs the flag: it is not read twice).
+pub fn is_dataset(format: &str, inputs: &[Input]) -> bool {
+    match format {
+        "openai" => true,
+        "auto" => inputs.iter().filter(|i| !i.is_stdin()).any(|i| {
+            let mut head = vec![0u8; 64 * 1024];
+            let n = std::fs::File::open(&i.path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+            crate::formats::detect(&head[..n]) == "openai"
+        }),
+        _ => false,
+    }
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let settings = settings(&args.policy, args.dry_run)?;
     let inputs = inputs::expand(&args.inputs, &args.policy.input_format, args.out_dir.as_deref())?;
-    if is_dataset(&args.policy.input_format, &inputs) {
+    if inputs::is_dataset(&args.policy.input_format, &inputs) {
         if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
             return Err(Error::Usage("dataset mode (openai) writes conversations only: no --dry-run or --emit".into()));
         }
@@ -162,18 +162,4 @@ fn emit_to(w: &mut dyn Write, done: &Processed<'_>, emit: Emit) -> io::Result<()
         Emit::Reanchor => Output::Reanchor,
     };
     out.write(w, done)
-}
-
-/// Dataset mode: `--input-format openai`, or `auto` on files whose first line is a
-/// `{"messages": …}` conversation (stdin needs the flag: it is not read twice).
-fn is_dataset(format: &str, inputs: &[Input]) -> bool {
-    match format {
-        "openai" => true,
-        "auto" => inputs.iter().filter(|i| !i.is_stdin()).any(|i| {
-            let mut head = vec![0u8; 64 * 1024];
-            let n = std::fs::File::open(&i.path).and_then(|mut f| io::Read::read(&mut f, &mut head)).unwrap_or(0);
-            crate::formats::detect(&head[..n]) == "openai"
-        }),
-        _ => false,
-    }
 }

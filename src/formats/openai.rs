@@ -152,3 +152,28 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
     }
     Ok(LineOutcome::Changed(from_plan(&value, &done).to_string()))
 }
+
+/// Adds one dataset line to `stats`; a bad line counts as failed and returns its message.
+pub fn add_line_stats(
+    text: &str,
+    file: &Path,
+    line_no: usize,
+    settings: &Settings,
+    stats: &mut crate::stats::Stats,
+) -> Option<String> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    let result = serde_json::from_str::<Value>(text)
+        .map_err(|e| e.to_string())
+        .and_then(|v| to_canonical(&v))
+        .and_then(|canonical| {
+            let done = engine::process(&canonical, Path::new("line"), settings).map_err(|e| e.to_string())?;
+            stats.add(&done);
+            Ok(())
+        });
+    result.err().map(|m| {
+        stats.failed += 1;
+        format!("{}:{line_no}: {m}", file.display())
+    })
+}

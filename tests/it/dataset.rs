@@ -36,3 +36,13 @@ fn a_second_run_changes_nothing_and_stdin_streams() {
         .unwrap();
     assert_eq!(again.stdout, first);
 }
+
+#[test]
+fn stats_counts_every_line_as_a_transcript() {
+    let o = run(&["stats", DATA, "--max-total-tokens", "300", "--json"]);
+    assert_eq!(o.status.code(), Some(4), "the bad line is a failure");
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((s["transcripts"].as_u64(), s["failed"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(s["actions"]["history_fallback"], 1);
+    assert!(stderr(&o).contains("conversations.jsonl:3:"), "{}", stderr(&o));
+}
