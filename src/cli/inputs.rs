@@ -38,6 +38,8 @@ pub fn extensions(format: &str) -> &'static [&'static str] {
     match format {
         "swe-agent" => &["traj"],
         "openhands" => &["json"],
+        // `.json` is left out of `auto`: it would pick up config files beside transcripts.
+        "auto" => &["jsonl", "traj"],
         _ => &["jsonl"],
     }
 }

@@ -115,7 +115,7 @@ fn unreadable_file_and_empty_directory() {
     let dir = tempfile::tempdir().unwrap();
     let o = run(&["run", path_str(dir.path())]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("no transcripts (*.jsonl) in this directory"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no transcripts (*.jsonl, *.traj) in this directory"), "{}", stderr(&o));
 }
 
 #[test]
