@@ -8,6 +8,8 @@ use crate::tokens;
 use std::fmt::Write;
 
 const BAR: usize = 40;
+/// Most rows the per-turn chart shows.
+const MAX_ROWS: usize = 40;
 
 /// Renders the report.
 pub fn decision_report(done: &Processed<'_>) -> String {
@@ -69,7 +71,7 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
     }
     let mark = ((cfg.threshold_bp as usize * BAR) / 10_000).min(BAR);
     let mut out = format!("\nper turn ({} against {limit}; | marks the threshold):\n", done.plan.decision.denominator);
-    let width = rows.iter().map(|(turn, _)| turn.chars().count()).max().unwrap_or(4).min(24);
+    let width = rows.iter().map(|(turn, _)| turn.chars().count()).max().unwrap_or(4).min(32);
     for (turn, fig) in rows {
         let filled = ((fig.tokens as u128 * BAR as u128) / limit as u128).min(BAR as u128) as usize;
         let mut bar: Vec<char> = (0..BAR).map(|i| if i < filled { '#' } else { '.' }).collect();
@@ -80,7 +82,7 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
         let name = escape_controls(&crate::render::cut(&turn, width));
         let _ = writeln!(
             out,
-            "  {name:<width$} {} {:>7.4} {:>10}{over}",
+            "  {name:<width$} {} {:>7.4} {:>12}{over}",
             bar.iter().collect::<String>(),
             crate::render::ratio(fig.tokens, limit),
             fig.tokens
@@ -89,77 +91,70 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
     out
 }
 
-/// The figure at the end of each turn, using only the items up to it.
+/// The figure at the end of each turn, as it was then: cumulative usage for the agent
+/// runner, occupancy of the context of that moment for the conversation runtime. One
+/// pass over the records.
 fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
     let t = &done.transcript;
-    let mut rows: Vec<(String, usize)> = Vec::new();
-    for (i, item) in t.items.iter().enumerate() {
-        let turn = item.turn.as_deref().unwrap_or("-").to_string();
-        match rows.last_mut() {
-            Some((last, end)) if *last == turn => *end = i,
-            _ => rows.push((turn, i)),
+    let conversation = done.plan.decision.path == "conversation";
+    let turn_of = |i: usize| t.items[i].turn.as_deref().unwrap_or("-");
+    let mut rows = Vec::new();
+    let mut cumulative = Figure::default();
+    let (mut prefix, mut context, mut after_usage) = (0u64, 0u64, 0u64);
+    let mut last_usage: Option<u64> = None;
+    for r in &t.records {
+        let i = match &r.kind {
+            crate::transcript::RecordKind::Event { name, .. } if name == "compaction_completed" => {
+                (context, last_usage) = (0, None);
+                continue;
+            }
+            crate::transcript::RecordKind::Item(i) => *i,
+            _ => continue,
+        };
+        let item = &t.items[i];
+        if item.is_synthetic("checkpoint") {
+            (context, last_usage) = (item.occupancy_after.unwrap_or(0), None);
+        } else {
+            context += est[i];
+            after_usage += est[i];
+        }
+        prefix += est[i];
+        if let Some(s) = &item.summarized_usage {
+            cumulative.tokens += s.size();
+        }
+        if let Some(u) = item.usage() {
+            (last_usage, after_usage) = (Some(u.size()), 0);
+        }
+        if item.is_input() && item.role() == Some(crate::transcript::Role::Assistant) {
+            match item.usage() {
+                Some(u) => cumulative.tokens += u.size(),
+                None => (cumulative.tokens, cumulative.estimated) = (cumulative.tokens + prefix, true),
+            }
+        }
+        let turn_ends = i + 1 == t.items.len() || turn_of(i + 1) != turn_of(i);
+        if turn_ends {
+            let fig = match (conversation, last_usage) {
+                (false, _) => cumulative,
+                (true, Some(u)) => Figure { tokens: u + after_usage, estimated: after_usage > 0 },
+                (true, None) => Figure { tokens: context, estimated: true },
+            };
+            rows.push((turn_of(i).to_string(), fig));
         }
     }
-    let conversation = done.plan.decision.path == "conversation";
-    let mut cumulative = Figure::default();
-    let mut prefix = 0u64;
-    let mut next = 0;
-    rows.into_iter()
-        .map(|(turn, end)| {
-            while next <= end {
-                let item = &t.items[next];
-                prefix += est[next];
-                if let Some(s) = &item.summarized_usage {
-                    cumulative.tokens += s.size();
-                }
-                if item.is_input() && item.role() == Some(crate::transcript::Role::Assistant) {
-                    match item.usage() {
-                        Some(u) => cumulative.tokens += u.size(),
-                        None => {
-                            cumulative.tokens += prefix;
-                            cumulative.estimated = true;
-                        }
-                    }
-                }
-                next += 1;
-            }
-            let fig = if conversation { occupancy_upto(done, est, end) } else { cumulative };
-            (turn, fig)
+    bucket(rows)
+}
+
+/// At most `MAX_ROWS` rows: long transcripts show the figure at the end of each group
+/// of consecutive turns, labelled with the first and last turn of the group.
+fn bucket(rows: Vec<(String, Figure)>) -> Vec<(String, Figure)> {
+    if rows.len() <= MAX_ROWS {
+        return rows;
+    }
+    let n = rows.len();
+    (0..MAX_ROWS)
+        .map(|k| {
+            let (first, last) = (k * n / MAX_ROWS, (k + 1) * n / MAX_ROWS - 1);
+            (format!("{}..{}", rows[first].0, rows[last].0), rows[last].1)
         })
         .collect()
-}
-
-/// The first item of the context as it was at item `end`.
-fn start_as_of(t: &crate::transcript::Transcript<'_>, end: usize) -> usize {
-    let mut start = 0;
-    let mut seen = 0;
-    for r in &t.records {
-        if seen > end {
-            break;
-        }
-        match &r.kind {
-            crate::transcript::RecordKind::Event { name, .. } if name == "compaction_completed" => start = seen,
-            crate::transcript::RecordKind::Item(i) => {
-                if t.items[*i].is_synthetic("checkpoint") {
-                    start = *i;
-                }
-                seen = i + 1;
-            }
-            _ => {}
-        }
-    }
-    start
-}
-
-/// Occupancy as it was after item `end`: the last usage up to it plus what came after.
-fn occupancy_upto(done: &Processed<'_>, est: &[u64], end: usize) -> Figure {
-    let t = &done.transcript;
-    let start = start_as_of(t, end);
-    match (start..=end).rev().find(|&i| t.items[i].usage().is_some()) {
-        Some(i) => Figure {
-            tokens: t.items[i].usage().map_or(0, |u| u.size()) + est[i + 1..=end].iter().sum::<u64>(),
-            estimated: i < end,
-        },
-        None => Figure { tokens: est[start..=end].iter().sum(), estimated: true },
-    }
 }
