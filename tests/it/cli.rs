@@ -99,3 +99,24 @@ fn every_emit_choice() {
         assert!(stderr(&o).contains("-> history_fallback"), "one line for people on stderr");
     }
 }
+
+#[test]
+fn decide_groups_long_transcripts_into_forty_rows() {
+    let mut text = String::from("{\"type\":\"session\",\"id\":\"s\",\"task\":{\"max_total_tokens\":100000}}\n");
+    for k in 1..=100 {
+        text.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"u{k}\",\"turn\":\"t{k}\",\"role\":\"user\",\"content\":\"go\"}}\n"
+        ));
+        text.push_str(&format!("{{\"type\":\"message\",\"id\":\"a{k}\",\"turn\":\"t{k}\",\"role\":\"assistant\",\"content\":\"ok\",\"usage\":{{\"input_tokens\":1000}}}}\n"));
+    }
+    let (_d, path) = temp_file("long.jsonl", text.as_bytes());
+    let out = stdout(&run(&["decide", path_str(&path)]));
+    let rows: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("per turn")).skip(1).collect();
+    assert_eq!(rows.len(), 40, "{out}");
+    assert!(rows[0].trim_start().starts_with("t1..t2 ") || rows[0].trim_start().starts_with("t1..t3 "), "{}", rows[0]);
+    assert!(
+        rows[39].trim_start().starts_with("t98..t100 ") && rows[39].ends_with(" 100000  >= threshold"),
+        "{}",
+        rows[39]
+    );
+}
