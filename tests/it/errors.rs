@@ -130,3 +130,21 @@ fn bad_flag_value_is_a_usage_error() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn imported_formats_keep_file_line_column_errors() {
+    let claude = "{\"parentUuid\":null,\"sessionId\":\"s\",\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"parentUuid\":\"u\",\"type\":\"assistant\",\n";
+    let (_d, path) = temp_file("claude.jsonl", claude.as_bytes());
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("claude.jsonl:2:37: truncated record"), "{}", stderr(&o));
+    let codex = "{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{\"id\":\"x\"}}\n[1]\n";
+    let (_d, path) = temp_file("rollout.jsonl", codex.as_bytes());
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rollout.jsonl:2:1: expected a JSON object"), "{}", stderr(&o));
+    let (_d, path) = temp_file("broken.traj", b"{\n  \"history\": [\n    {\"role\": \"user\",\n");
+    let o = run(&["run", path_str(&path), "--input-format", "swe-agent"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("broken.traj:4:1: truncated record"), "{}", stderr(&o));
+}
