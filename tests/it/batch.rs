@@ -147,7 +147,12 @@ fn sigint_stops_a_batch_cleanly() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Interrupt once the first file is written (polling, so a slow machine is fine).
+    let first = out.path().join("s0/transcript.jsonl");
+    let start = std::time::Instant::now();
+    while !first.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     unsafe_kill(child.id());
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
