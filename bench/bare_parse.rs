@@ -1,5 +1,5 @@
 //! Benchmark baseline (SPEC 10): parse every line of a file with serde_json into
-//! `IgnoredAny` and do nothing else. `cargo build --release --example bare_parse`.
+//! `IgnoredAny` and do nothing else. `cargo build --release --example bare_parse` (built by bench/run.sh).
 
 use serde::de::IgnoredAny;
 
