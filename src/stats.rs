@@ -46,7 +46,7 @@ impl Stats {
         self.transcripts += 1;
         self.items += t.items.len();
         self.tokens_reported += t.items.iter().filter_map(|i| i.usage()).map(|u| u.size()).sum::<u64>();
-        self.tokens_estimated += crate::tokens::item_estimates(t, done.config.tokenizer).iter().sum::<u64>();
+        self.tokens_estimated += done.plan.tokens_estimated;
         *self.actions.entry(done.plan.decision.action.as_str()).or_default() += 1;
         for e in done.plan.journal.events() {
             if e["event"] == "history_fallback_applied" {

@@ -36,6 +36,11 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
     let mut v = |line: usize, code: &'static str, message: String| {
         out.push(Violation { file: shown.clone(), line, code, message })
     };
+    // A transcript that parses whole has no bad line: check the rest directly.
+    if let Ok(t) = transcript::parse(src, file) {
+        semantic(&t, &|record| t.records.get(record).map_or(0, |r| r.line), &mut v);
+        return out;
+    }
     // Pass 1: each line on its own, so one bad line does not hide the next.
     let mut good = Vec::with_capacity(src.len());
     let mut line_of: Vec<usize> = Vec::new();

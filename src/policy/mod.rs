@@ -47,6 +47,8 @@ pub struct Plan {
     pub reanchor_text: Option<String>,
     /// A compaction is planned that a pre-compact hook must allow first.
     pub gated: bool,
+    /// The estimate of every item of the transcript as read (for `stats`).
+    pub tokens_estimated: u64,
     /// A local checkpoint was refused: exit 4, nothing written.
     pub refused: bool,
     /// A completed native lifecycle whose post hook has not run yet (its request id).
@@ -64,6 +66,7 @@ impl Plan {
             summary_text: None,
             reanchor_text: None,
             gated: false,
+            tokens_estimated: 0,
             refused: false,
             completed_lifecycle: None,
         }
@@ -78,10 +81,12 @@ impl Plan {
 /// Decides and plans for one transcript.
 pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
     let est = tokens::item_estimates(t, cfg.tokenizer);
-    match cfg.runtime {
+    let mut plan = match cfg.runtime {
         RuntimeKind::AgentRunner => plan_agent_runner(t, cfg, opts, &est),
         RuntimeKind::Conversation => conversation::plan(t, cfg, opts, &est),
-    }
+    };
+    plan.tokens_estimated = est.iter().sum();
+    plan
 }
 
 pub(crate) fn base_decision(
