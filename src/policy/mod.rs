@@ -156,7 +156,7 @@ fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u6
         }
     }
     if fired || opts.manual {
-        fallback(t, cfg, opts, est, fig, &mut plan);
+        fallback(t, cfg, opts, est, &mut plan);
     }
     plan.appended.extend(reminder);
     if plan.decision.fallback_applied {
@@ -173,7 +173,7 @@ fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u6
     plan
 }
 
-fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: Figure, plan: &mut Plan) {
+fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], plan: &mut Plan) {
     if t.items.iter().any(|i| i.is_synthetic("history_summary_fallback")) {
         plan.decision
             .reasons
@@ -219,7 +219,6 @@ fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: 
     plan.summary_text = Some(text);
     plan.decision.fallback_applied = true;
     plan.decision.action = Action::HistoryFallback;
-    let _ = fig;
 }
 
 /// Records the pre-compact hook's say on a planned compaction (`what`); false when it
