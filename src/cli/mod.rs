@@ -12,11 +12,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 const EXIT_CODES: &str = "Exit codes:
-  0  success (also when nothing needed compaction, or stdout was closed early)
-  1  check found differences, or validate found violations
-  2  usage error, found before any input is read
-  3  bad input: a transcript or configuration that cannot be read or parsed
-  4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed
+    0  success (also when nothing needed compaction, or stdout was closed early)
+    1  check found differences, or validate found violations
+    2  usage error, found before any input is read
+    3  bad input: a transcript or configuration that cannot be read or parsed
+    4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed
   130  interrupted (SIGINT); finished files are complete, nothing partial is left";
 
 #[derive(Debug, Parser)]
