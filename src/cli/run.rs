@@ -68,14 +68,22 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Ex
                 output::write_out_dir(&dir.join(&input.out_name), done)?;
             }
             let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
-            Ok((line, done.warnings.clone(), done.plan.changes()))
+            // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order.
+            let mut emitted = Vec::new();
+            let emit = args.emit.or(args.dry_run.then_some(Emit::Decision));
+            if let Some(e) = emit {
+                emit_to(&mut emitted, done, e).map_err(|e| Error::Failed(e.to_string()))?;
+            }
+            Ok((line, done.warnings.clone(), done.plan.changes(), emitted))
         })
     });
+    let mut stdout_bytes = Vec::new();
     let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
     for r in &results {
         match r {
             None => skipped += 1,
-            Some(Ok((line, warnings, changed))) => {
+            Some(Ok((line, warnings, changed, emitted))) => {
+                stdout_bytes.extend_from_slice(emitted);
                 warnings.iter().for_each(|w| warn(w));
                 compacted += usize::from(*changed);
                 if inputs.len() == 1 {
@@ -88,6 +96,7 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Ex
             }
         }
     }
+    stdout_write(|w| w.write_all(&stdout_bytes))?;
     let total = results.len();
     let done = total - skipped;
     let stopped = if skipped > 0 { format!(", {skipped} not started (interrupted)") } else { String::new() };

@@ -120,3 +120,13 @@ fn decide_groups_long_transcripts_into_forty_rows() {
         rows[39]
     );
 }
+
+#[test]
+fn emit_with_out_dir_prints_and_still_writes_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["run", CASE, "--out-dir", path_str(dir.path()), "--emit", "reanchor"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written = std::fs::read_to_string(dir.path().join("input/reanchor.md")).unwrap();
+    assert_eq!(stdout(&o), written);
+    assert!(dir.path().join("input/transcript.jsonl").exists());
+}
