@@ -99,8 +99,8 @@ fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
     let conversation = done.plan.decision.path == "conversation";
     let turn_of = |i: usize| t.items[i].turn.as_deref().unwrap_or("-");
     let mut rows = Vec::new();
-    let mut cumulative = Figure::default();
-    let (mut prefix, mut context, mut after_usage) = (0u64, 0u64, 0u64);
+    let mut cumulative = policy::CumulativeUsage::default();
+    let (mut context, mut after_usage) = (0u64, 0u64);
     let mut last_usage: Option<u64> = None;
     for r in &t.records {
         let i = match &r.kind {
@@ -118,23 +118,14 @@ fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
             context += est[i];
             after_usage += est[i];
         }
-        prefix += est[i];
-        if let Some(s) = &item.summarized_usage {
-            cumulative.tokens += s.size();
-        }
+        cumulative.add(item, est[i]);
         if let Some(u) = item.usage() {
             (last_usage, after_usage) = (Some(u.size()), 0);
-        }
-        if item.is_input() && item.role() == Some(crate::transcript::Role::Assistant) {
-            match item.usage() {
-                Some(u) => cumulative.tokens += u.size(),
-                None => (cumulative.tokens, cumulative.estimated) = (cumulative.tokens + prefix, true),
-            }
         }
         let turn_ends = i + 1 == t.items.len() || turn_of(i + 1) != turn_of(i);
         if turn_ends {
             let fig = match (conversation, last_usage) {
-                (false, _) => cumulative,
+                (false, _) => cumulative.figure,
                 (true, Some(u)) => Figure { tokens: u + after_usage, estimated: after_usage > 0 },
                 (true, None) => Figure { tokens: context, estimated: true },
             };

@@ -14,25 +14,40 @@ pub struct Figure {
 /// the estimate of everything before it plus itself; plus an earlier fallback's
 /// `summarized_usage`.
 pub fn cumulative_usage(t: &Transcript<'_>, est: &[u64]) -> Figure {
-    let mut f = Figure::default();
-    let mut prefix = 0u64;
-    for (i, item) in t.items.iter().enumerate() {
-        prefix += est[i];
+    let mut acc = CumulativeUsage::default();
+    for (item, e) in t.items.iter().zip(est) {
+        acc.add(item, *e);
+    }
+    acc.figure
+}
+
+/// The cumulative figure item by item, for callers that need it along the way
+/// (`decide`'s per-turn chart) as well as at the end.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CumulativeUsage {
+    pub figure: Figure,
+    /// The estimate of every item so far: the size of an unreported call.
+    prefix: u64,
+}
+
+impl CumulativeUsage {
+    /// Adds the next item, `est` being its estimate.
+    pub fn add(&mut self, item: &crate::transcript::Item<'_>, est: u64) {
+        self.prefix += est;
         if let Some(s) = &item.summarized_usage {
-            f.tokens += s.size();
+            self.figure.tokens += s.size();
         }
         if !item.is_input() || item.role() != Some(Role::Assistant) {
-            continue;
+            return;
         }
         match item.usage() {
-            Some(u) => f.tokens += u.size(),
+            Some(u) => self.figure.tokens += u.size(),
             None => {
-                f.tokens += prefix;
-                f.estimated = true;
+                self.figure.tokens += self.prefix;
+                self.figure.estimated = true;
             }
         }
     }
-    f
 }
 
 /// The first item of the current context: after the latest `compaction_completed`

@@ -11,7 +11,7 @@ mod measure;
 pub use boundary::{boundary, Boundary};
 pub use decision::{Action, Decision, Reason, REASON_CODES};
 pub use journal::Journal;
-pub use measure::{context_start, cumulative_usage, occupancy, reaches, Figure};
+pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure};
 
 use crate::config::{Config, RuntimeKind};
 use crate::render::{self, SummaryEntry};
