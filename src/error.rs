@@ -84,3 +84,15 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where serde_json stopped in `line`: the 1-based character column, and its message
+/// without the " at line L column C" it appends (the location is put in front instead).
+pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
+    let mut cut = e.column().saturating_sub(1).min(line.len());
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let msg = e.to_string();
+    let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
+    (line[..cut].chars().count() + 1, msg)
+}

@@ -89,7 +89,11 @@ pub(super) fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
 
 fn read_config_file(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::bad_input(path, format!("cannot read: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| Error::bad_line(path, e.line(), e.column(), format!("invalid JSON: {e}")))
+    serde_json::from_str(&text).map_err(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let (column, msg) = crate::error::serde_position(&e, line);
+        Error::bad_line(path, e.line(), column, format!("invalid JSON: {msg}"))
+    })
 }
 
 /// Reads one input and turns it into canonical JSONL bytes.

@@ -74,14 +74,9 @@ pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
 }
 
 fn json_err(e: &serde_json::Error, line: &str, file: &Path, line_no: usize) -> Error {
-    let mut cut = e.column().saturating_sub(1).min(line.len());
-    while !line.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let msg = e.to_string();
-    let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]);
-    let what = if e.is_eof() { format!("truncated record: {msg}") } else { msg.to_string() };
-    Error::bad_line(file, line_no, line[..cut].chars().count() + 1, what)
+    let (column, msg) = crate::error::serde_position(e, line);
+    let what = if e.is_eof() { format!("truncated record: {msg}") } else { msg };
+    Error::bad_line(file, line_no, column, what)
 }
 
 /// A canonical message record.

@@ -132,9 +132,8 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            let msg = e.to_string();
-            let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
-            return Ok(LineOutcome::Bad(format!("{}:{line_no}:{}: {msg}", file.display(), e.column())));
+            let (column, msg) = crate::error::serde_position(&e, text);
+            return Ok(LineOutcome::Bad(format!("{}:{line_no}:{column}: {msg}", file.display())));
         }
     };
     let canonical = match to_canonical(&value) {

@@ -249,26 +249,10 @@ fn record_type(text: &str) -> Option<&str> {
 }
 
 fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterminated: bool) -> Error {
-    let byte_col = e.column().saturating_sub(1).min(text.len());
-    let mut cut = byte_col;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let column = text[..cut].chars().count() + 1;
-    let what = if e.is_eof() && unterminated {
-        format!("truncated last line: the record is cut off ({e})")
-    } else {
-        strip_position(&e.to_string())
-    };
+    let (column, msg) = crate::error::serde_position(&e, text);
+    let what =
+        if e.is_eof() && unterminated { format!("truncated last line: the record is cut off ({e})") } else { msg };
     Error::bad_line(file, line, column, what)
-}
-
-/// serde_json appends " at line L column C"; the location is already in front.
-fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_string(),
-        None => msg.to_string(),
-    }
 }
 
 fn link_results(t: &mut Transcript<'_>) {
