@@ -37,24 +37,36 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&Path>, jobs: 
             None => {
                 let stdout = io::stdout();
                 let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-                match stream(reader, &mut w, &input.path, settings, &pool)
-                    .and_then(|c| w.flush().map(|_| c).map_err(io_error))
-                {
-                    Err(Error::Failed(m)) if m.contains("Broken pipe") => return Ok(Exit::Ok),
-                    other => other?,
+                let streamed = stream(reader, &mut w, &input.path, settings, &pool)
+                    .and_then(|c| w.flush().map(|_| c).map_err(Stop::Write));
+                match streamed {
+                    Ok(c) => c,
+                    // A reader that closed early (`head`) is not an error.
+                    Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(Exit::Ok),
+                    Err(Stop::Write(e)) => return Err(Error::Failed(format!("cannot write to standard output: {e}"))),
+                    Err(Stop::Input(e)) => return Err(e),
                 }
             }
             Some(dir) => {
                 let path = dir.join(&input.out_name).join("transcript.jsonl");
-                let mut result = None;
-                crate::output::write_atomic(&path, |w| {
-                    let c =
-                        stream(reader, w, &input.path, settings, &pool).map_err(|e| io::Error::other(e.to_string()))?;
-                    result = Some(c);
-                    Ok(())
-                })
-                .map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
-                result.unwrap_or_default()
+                let (mut counts, mut input_error) = (None, None);
+                let written =
+                    crate::output::write_atomic(&path, |w| match stream(reader, w, &input.path, settings, &pool) {
+                        Ok(c) => {
+                            counts = Some(c);
+                            Ok(())
+                        }
+                        Err(Stop::Write(e)) => Err(e),
+                        Err(Stop::Input(e)) => {
+                            input_error = Some(e);
+                            Err(io::Error::other("stopped")) // abandons the temporary file
+                        }
+                    });
+                if let Some(e) = input_error {
+                    return Err(e);
+                }
+                written.map_err(|e| Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
+                counts.unwrap_or_default()
             }
         };
         total.lines += counts.lines;
@@ -71,8 +83,11 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&Path>, jobs: 
     Ok(if total.bad > 0 { Exit::Failed } else { Exit::Ok })
 }
 
-fn io_error(e: io::Error) -> Error {
-    Error::Failed(format!("cannot write: {e}"))
+/// Why streaming stopped: the output could not be written, or the input (or a user's
+/// hook) failed. Kept apart so a closed stdout is recognised by its kind.
+enum Stop {
+    Write(io::Error),
+    Input(Error),
 }
 
 fn stream(
@@ -81,7 +96,7 @@ fn stream(
     file: &Path,
     settings: &Settings,
     pool: &rayon::ThreadPool,
-) -> Result<Counts> {
+) -> std::result::Result<Counts, Stop> {
     let mut reader = BufReader::with_capacity(1 << 20, reader);
     let mut counts = Counts::default();
     let mut line_no = 0;
@@ -89,8 +104,8 @@ fn stream(
         let mut chunk: Vec<(usize, Vec<u8>)> = Vec::with_capacity(CHUNK);
         while chunk.len() < CHUNK {
             let mut raw = Vec::new();
-            if reader.read_until(b'\n', &mut raw).map_err(|e| Error::bad_input(file, format!("cannot read: {e}")))? == 0
-            {
+            let read = reader.read_until(b'\n', &mut raw);
+            if read.map_err(|e| Stop::Input(Error::bad_input(file, format!("cannot read: {e}"))))? == 0 {
                 break;
             }
             line_no += 1;
@@ -117,17 +132,17 @@ fn stream(
         });
         for ((_, raw), outcome) in chunk.iter().zip(outcomes) {
             counts.lines += 1;
-            match outcome? {
+            match outcome.map_err(Stop::Input)? {
                 LineOutcome::Changed(line) => {
                     counts.changed += 1;
-                    w.write_all(line.as_bytes()).map_err(io_error)?;
-                    w.write_all(&raw[strip_terminator(raw).len()..]).map_err(io_error)?;
+                    w.write_all(line.as_bytes()).map_err(Stop::Write)?;
+                    w.write_all(&raw[strip_terminator(raw).len()..]).map_err(Stop::Write)?;
                 }
-                LineOutcome::Unchanged => w.write_all(raw).map_err(io_error)?,
+                LineOutcome::Unchanged => w.write_all(raw).map_err(Stop::Write)?,
                 LineOutcome::Bad(message) => {
                     counts.bad += 1;
                     eprintln!("rivumi-compact: error: {}", crate::render::escape_controls(&message));
-                    w.write_all(raw).map_err(io_error)?;
+                    w.write_all(raw).map_err(Stop::Write)?;
                 }
             }
         }
