@@ -24,15 +24,15 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             let mut paths = key_paths(&args, &cfg.path_keys);
             let is_shell = shell_tools.is_match(call.name.as_ref());
             let command = if is_shell { shell_command(&args) } else { None };
-            let is_write = write_tools.is_match(call.name.as_ref());
-            if is_write || command.as_deref().is_some_and(|c| c.contains("apply_patch")) {
+            // A write tool, or a shell command that applies a patch, changes files.
+            let writes = write_tools.is_match(call.name.as_ref())
+                || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
+            if writes {
                 collect_patch_headers(&args, &mut paths);
             }
             let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.root.as_deref())).collect();
             recent.touch(&paths);
-            if (is_write || command.as_deref().is_some_and(|c| c.contains("apply_patch")))
-                && !failed.contains(&(i, call.id.to_string()))
-            {
+            if writes && !failed.contains(&(i, call.id.as_ref())) {
                 changed.touch(&paths);
             }
             if let Some(cmd) = command {
@@ -95,12 +95,8 @@ fn compile_names(patterns: &[String]) -> GlobSet {
 }
 
 /// Calls (by item and call id) whose result reports failure.
-fn failed_calls(t: &Transcript<'_>) -> std::collections::HashSet<(usize, String)> {
-    t.items
-        .iter()
-        .filter(|r| r.failed())
-        .filter_map(|r| Some((r.call_item?, r.result_call_id()?.to_string())))
-        .collect()
+fn failed_calls<'t>(t: &'t Transcript<'_>) -> std::collections::HashSet<(usize, &'t str)> {
+    t.items.iter().filter(|r| r.failed()).filter_map(|r| Some((r.call_item?, r.result_call_id()?))).collect()
 }
 
 fn key_paths(args: &Value, keys: &[String]) -> Vec<String> {
