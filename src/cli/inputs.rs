@@ -145,12 +145,13 @@ fn walk(
     Ok(())
 }
 
-/// Dataset mode: `--input-format openai`, or `auto` on files whose first line is a
-/// `{"messages": …}` conversation (stdin needs the flag: it is not read twice).
+/// Dataset mode: `--input-format openai`, or `auto` when the first input file starts
+/// with a `{"messages": …}` conversation. One look, not one per file: a batch of
+/// 10,000 transcripts is not opened twice (stdin needs the flag: it is not read twice).
 pub fn is_dataset(format: &str, inputs: &[Input]) -> bool {
     match format {
         "openai" => true,
-        "auto" => inputs.iter().filter(|i| !i.is_stdin()).any(|i| {
+        "auto" => inputs.iter().find(|i| !i.is_stdin()).is_some_and(|i| {
             let mut head = vec![0u8; 64 * 1024];
             let n = std::fs::File::open(&i.path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
             crate::formats::detect(&head[..n]) == "openai"
