@@ -1,32 +1,12 @@
 //! Inputs → jobs → results, in input order: a pool of `--jobs` threads, a progress
-//! bar on a terminal, and a clean stop on SIGINT (finished files stay, nothing partial).
+//! bar on a terminal, and a graceful stop on a signal (see [`crate::signals`]):
+//! files being written finish, no new one starts.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Installs the SIGINT handler once: the batch stops taking new files, files being
-/// written finish their atomic rename or are dropped with their temporary file.
-pub fn install_interrupt_handler() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let _ = ctrlc::set_handler(|| {
-            if INTERRUPTED.swap(true, Ordering::SeqCst) {
-                std::process::exit(130); // a second ^C: stop now
-            }
-        });
-    });
-}
-
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// Runs `f` over `items` on `jobs` threads (0: every core); `None` for items skipped
-/// after an interrupt. Results come back in input order whatever `jobs` is.
+/// Runs `f` over `items` on `jobs` threads; `None` for items skipped after a signal.
+/// Results come back in input order whatever `jobs` is.
 pub fn map<I: Sync, R: Send>(
     items: &[I],
     jobs: usize,
@@ -44,12 +24,11 @@ pub fn map<I: Sync, R: Send>(
         );
         bar
     });
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().expect("a thread pool");
-    let results = pool.install(|| {
+    let results = pool(jobs).install(|| {
         items
             .par_iter()
             .map(|item| {
-                if interrupted() {
+                if crate::signals::interrupted() {
                     return None;
                 }
                 let r = f(item);
@@ -64,4 +43,14 @@ pub fn map<I: Sync, R: Send>(
         b.finish_and_clear();
     }
     results
+}
+
+/// A pool of `jobs` threads (the caller caps `jobs` to the machine's cores); one
+/// thread when the system refuses more.
+pub fn pool(jobs: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
+        .expect("a thread pool of one thread")
 }

@@ -12,10 +12,14 @@ use std::path::{Path, PathBuf};
 /// Files of a case folder that are inputs, not expected outputs.
 const INPUTS: &[&str] = &["input.jsonl", "config.json", "args"];
 
-/// How `check` shows its findings.
+/// How `check` runs and shows its findings.
 pub struct CheckOptions {
     pub bless: bool,
     pub color: bool,
+    /// Run hooks and summarizers that a case's `args` or `config.json` names. Off by
+    /// default: case folders come with pull requests, and a test run must not execute
+    /// what a contributor wrote into them.
+    pub allow_case_commands: bool,
 }
 
 /// Runs every case under `dir`; writes findings to `w`; returns the exit code.
@@ -26,21 +30,25 @@ pub fn check(
     w: &mut dyn Write,
 ) -> Result<Exit> {
     let cases = find_cases(dir)?;
+    let real_dir = std::fs::canonicalize(dir).map_err(|e| Error::bad_input(dir, format!("cannot read: {e}")))?;
     if cases.is_empty() {
         return Err(Error::bad_input(dir, "no case folders (a folder holding input.jsonl) below this directory"));
     }
     let (mut differing, mut unreadable) = (0, 0);
     for case in &cases {
-        let name = case.strip_prefix(dir).unwrap_or(case).display().to_string();
-        match run_case(case, parse_args) {
+        let name = crate::ui::escape(&case.strip_prefix(dir).unwrap_or(case).display().to_string());
+        match run_case(case, parse_args, opts.allow_case_commands) {
             Err(e) => {
                 unreadable += 1;
-                let _ = writeln!(w, "{name}: error: {e}");
+                let _ = writeln!(w, "{name}: error: {}", crate::ui::escape(&e.to_string()));
             }
-            Ok(actual) => {
-                let diffs = compare(case, &name, &actual, opts, w)?;
-                differing += usize::from(diffs > 0);
-            }
+            Ok(actual) => match compare(case, &real_dir, &name, &actual, opts, w) {
+                Ok(diffs) => differing += usize::from(diffs > 0),
+                Err(e) => {
+                    unreadable += 1;
+                    let _ = writeln!(w, "{name}: error: {}", crate::ui::escape(&e.to_string()));
+                }
+            },
         }
     }
     let verb = if opts.bless { "blessed" } else { "differ" };
@@ -59,23 +67,42 @@ pub fn check(
     })
 }
 
-/// Every folder below `dir` (and `dir` itself) that holds `input.jsonl`, sorted.
+/// Every folder below `dir` (and `dir` itself) that holds `input.jsonl`, sorted. A
+/// folder reached twice (a symbolic link loop) is walked once, with a warning.
 fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
+    use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
+        let meta = std::fs::metadata(&d).map_err(|e| Error::bad_input(&d, format!("cannot read directory: {e}")))?;
+        if let Some(first) = seen.insert((meta.dev(), meta.ino()), d.clone()) {
+            crate::ui::warn(&format!(
+                "{}: skipped: a symbolic link to {}, already walked",
+                d.display(),
+                first.display()
+            ));
+            continue;
+        }
         if d.join("input.jsonl").is_file() {
             out.push(d.clone());
         }
         let entries = std::fs::read_dir(&d).map_err(|e| Error::bad_input(&d, format!("cannot read directory: {e}")))?;
-        stack.extend(entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()));
+        let mut subdirs: Vec<PathBuf> =
+            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+        subdirs.sort();
+        stack.extend(subdirs.into_iter().rev());
     }
     out.sort();
     Ok(out)
 }
 
 /// Runs one case in memory: the outputs it produces, by file name.
-fn run_case(case: &Path, parse_args: &dyn Fn(&[String]) -> Result<Settings>) -> Result<Vec<(&'static str, Vec<u8>)>> {
+fn run_case(
+    case: &Path,
+    parse_args: &dyn Fn(&[String]) -> Result<Settings>,
+    allow_commands: bool,
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let mut args: Vec<String> = Vec::new();
     if case.join("config.json").is_file() {
         args.extend(["--config".to_string(), case.join("config.json").display().to_string()]);
@@ -84,6 +111,17 @@ fn run_case(case: &Path, parse_args: &dyn Fn(&[String]) -> Result<Settings>) -> 
         args.extend(extra.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string));
     }
     let settings = parse_args(&args)?;
+    let commands = settings.commands();
+    if !commands.is_empty() && !allow_commands {
+        return Err(Error::bad_input(
+            case,
+            format!(
+                "not run: the case names a command to run ({}); a case folder is untrusted, \
+                 pass --allow-case-commands to run it",
+                commands.join(", ")
+            ),
+        ));
+    }
     let input = case.join("input.jsonl");
     let raw = std::fs::read(&input).map_err(|e| Error::bad_input(&input, format!("cannot read: {e}")))?;
     let canonical = crate::formats::import(raw.into(), &input, &settings.input_format)?;
@@ -106,6 +144,7 @@ fn run_case(case: &Path, parse_args: &dyn Fn(&[String]) -> Result<Settings>) -> 
 /// Compares (or blesses) one case; returns how many files differ.
 fn compare(
     case: &Path,
+    real_dir: &Path,
     name: &str,
     actual: &[(&'static str, Vec<u8>)],
     opts: &CheckOptions,
@@ -122,6 +161,7 @@ fn compare(
         }
         diffs += 1;
         if opts.bless {
+            blessable(&path, real_dir).map_err(|why| Error::Failed(format!("{file}: not blessed: {why}")))?;
             bless(&path, produced).map_err(|e| Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
             let what = match (&expected, produced) {
                 (None, _) => "new",
@@ -154,6 +194,19 @@ fn compare(
         }
     }
     Ok(diffs)
+}
+
+/// `--bless` writes only real files inside DIR: never through a symbolic link (the case
+/// folder, a folder above it, or the expected file itself).
+fn blessable(path: &Path, real_dir: &Path) -> std::result::Result<(), &'static str> {
+    let folder = path.parent().and_then(|p| std::fs::canonicalize(p).ok());
+    if !folder.is_some_and(|f| f.starts_with(real_dir)) {
+        return Err("the case folder is a symbolic link out of the checked folder");
+    }
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err("the expected file is a symbolic link");
+    }
+    Ok(())
 }
 
 fn bless(path: &Path, produced: Option<&Vec<u8>>) -> std::io::Result<()> {

@@ -399,14 +399,32 @@ pub fn threshold_bp(v: &Value) -> std::result::Result<u64, String> {
     parse_threshold(f, &v.to_string())
 }
 
-/// Parses a threshold given as text (a flag) or a number.
+/// Checks a threshold: in (0, 1] with at most 4 decimals, as basis points. The check is
+/// on the decimal text of the number (its shortest form), never on a rounded float, so
+/// `0.85000000001` is refused from every layer.
 pub fn parse_threshold(f: f64, shown: &str) -> std::result::Result<u64, String> {
     if !(f > 0.0 && f <= 1.0) {
         return Err(format!("threshold {shown} is outside (0, 1]"));
     }
-    let bp = (f * 10_000.0).round();
-    if (f * 10_000.0 - bp).abs() > 1e-6 {
+    let text = f.to_string();
+    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+    if decimals > 4 {
         return Err(format!("threshold {shown} has more than 4 decimals"));
     }
-    Ok(bp as u64)
+    Ok((f * 10_000.0).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_threshold;
+
+    #[test]
+    fn thresholds_are_checked_on_their_decimals() {
+        for (f, want) in [(0.85, Some(8500)), (1.0, Some(10_000)), (0.0001, Some(1)), (0.1234, Some(1234))] {
+            assert_eq!(parse_threshold(f, "x").ok(), want, "{f}");
+        }
+        for f in [0.0, -0.5, 1.0001, 0.00001, 0.85000000001, 0.850000000000001, f64::NAN] {
+            assert!(parse_threshold(f, "x").is_err(), "{f}");
+        }
+    }
 }

@@ -23,6 +23,20 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The commands these settings would run (hooks, summarizer), by key.
+    pub fn commands(&self) -> Vec<&'static str> {
+        const COMMANDS: [&str; 3] = ["hooks.pre_compact", "hooks.post_compact", "summarizer"];
+        let in_file = |key: &str| {
+            let Some((_, file)) = &self.config_file else { return false };
+            let at = match key.split_once('.') {
+                Some((section, k)) => file.get(section).and_then(|s| s.get(k)),
+                None => file.get(key),
+            };
+            at.is_some_and(|v| !v.is_null())
+        };
+        COMMANDS.into_iter().filter(|k| in_file(k) || self.flags.iter().any(|(f, v)| f == k && !v.is_null())).collect()
+    }
+
     /// The configuration for one transcript: defaults < session < file < flags.
     pub fn config_for(&self, session: Option<&serde_json::Map<String, Value>>, file: &Path) -> Result<Config> {
         let mut cfg = Config::default();
@@ -119,6 +133,10 @@ fn summarize(cmd: &str, t: &Transcript<'_>, plan: &Plan, timeout: u64) -> Result
     let done =
         hooks::run_command(cmd, input.as_bytes(), timeout).map_err(|e| Error::Failed(format!("summarizer: {e}")))?;
     match done.code {
+        Some(0) if done.stdout_cut => Err(Error::Failed(format!(
+            "summarizer `{cmd}` printed more than {} bytes, the most a summary may hold",
+            hooks::OUTPUT_LIMIT
+        ))),
         Some(0) if !done.stdout.trim().is_empty() => Ok(done.stdout.trim_end().to_string()),
         Some(0) => Err(Error::Failed(format!("summarizer `{cmd}` printed no summary"))),
         code => Err(Error::Failed(format!(

@@ -16,8 +16,7 @@ pub enum Exit {
     BadInput = 3,
     /// A hook or summarizer failed, a checkpoint was refused, or a batch had failures.
     Failed = 4,
-    /// Interrupted by SIGINT (128 + 2, as shells report it); finished files are kept.
-    Interrupted = 130,
+    // A signal is not an exit code: the process re-raises it (see `signals`).
 }
 
 impl Exit {

@@ -3,16 +3,23 @@
 
 use serde_json::Value;
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use wait_timeout::ChildExt;
 
-/// What a finished command produced.
+/// The most of a hook's or summarizer's stdout, and of its stderr, that is kept: the
+/// rest is read and dropped, so a command that prints without end cannot fill memory.
+pub const OUTPUT_LIMIT: usize = 1 << 20;
+
+/// What a finished command produced (each stream cut at [`OUTPUT_LIMIT`] bytes).
 #[derive(Debug)]
 pub struct Finished {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+    /// Whether stdout went past [`OUTPUT_LIMIT`] and was cut.
+    pub stdout_cut: bool,
 }
 
 /// The verdict of a pre-compact hook.
@@ -24,14 +31,18 @@ pub enum Verdict {
 
 /// Runs `sh -c cmd` with `input` on stdin; an error for a spawn failure or a timeout.
 pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finished, String> {
+    // Its own process group, so a timeout kills what it started too.
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start `{cmd}`: {e}"))?;
+    let pgid = child.id() as i32;
+    let _group = crate::signals::track_group(pgid);
     let mut stdin = child.stdin.take().expect("piped stdin");
     let input = input.to_vec();
     // Feed stdin and drain the pipes on threads so a chatty command cannot block us.
@@ -43,7 +54,8 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
     let status = match child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(|e| e.to_string())? {
         Some(status) => status,
         None => {
-            let _ = child.kill();
+            // SAFETY: kill(2) with a negative pid signals the group this hook leads.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
             let _ = child.wait();
             return Err(format!("`{cmd}` timed out after {timeout_secs}s"));
         }
@@ -53,29 +65,30 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
     // came within a grace period and move on.
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     let left = || deadline.saturating_duration_since(std::time::Instant::now());
-    let stdout = out_rx.collect(left());
-    let stderr = err_rx.collect(left());
-    Ok(Finished { code: status.code(), stdout, stderr })
+    let (stdout, stdout_cut) = out_rx.collect(left());
+    let (stderr, _) = err_rx.collect(left());
+    Ok(Finished { code: status.code(), stdout, stderr, stdout_cut })
 }
 
 /// A pipe being read on its own thread.
 struct Drained {
-    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    bytes: std::sync::Arc<std::sync::Mutex<(Vec<u8>, bool)>>,
     done: std::sync::mpsc::Receiver<()>,
 }
 
 impl Drained {
-    /// What was read once the pipe closed, or by `wait` at the latest.
-    fn collect(&self, wait: Duration) -> String {
+    /// What was read once the pipe closed, or by `wait` at the latest, and whether
+    /// it was cut at [`OUTPUT_LIMIT`].
+    fn collect(&self, wait: Duration) -> (String, bool) {
         let _ = self.done.recv_timeout(wait);
-        let bytes = self.bytes.lock().map(|b| b.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
+        let (bytes, cut) = self.bytes.lock().map(|b| b.clone()).unwrap_or_default();
+        (String::from_utf8_lossy(&bytes).into_owned(), cut)
     }
 }
 
 /// Reads a pipe to its end on a thread, keeping what arrived so far available.
 fn drain(mut pipe: impl Read + Send + 'static) -> Drained {
-    let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let bytes = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), false)));
     let (tx, done) = std::sync::mpsc::channel();
     let sink = bytes.clone();
     std::thread::spawn(move || {
@@ -85,7 +98,9 @@ fn drain(mut pipe: impl Read + Send + 'static) -> Drained {
                 break;
             }
             if let Ok(mut b) = sink.lock() {
-                b.extend_from_slice(&buf[..n]);
+                let room = OUTPUT_LIMIT.saturating_sub(b.0.len());
+                b.0.extend_from_slice(&buf[..n.min(room)]);
+                b.1 |= n > room;
             }
         }
         let _ = tx.send(());

@@ -69,7 +69,12 @@ fn extra_sections() -> String {
             "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message)",
         ),
         ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
-        ("130", "interrupted by SIGINT: files already written are complete, no partial file is left"),
+        (
+            "128+N",
+            "killed by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129): the signal is re-raised after cleaning up; \
+             in a batch the first signal lets the files being written finish, a second stops at once; \
+             either way no temporary file and no half-written output folder is left",
+        ),
     ] {
         roff.control("TP", []);
         roff.text([roman(code)]);
@@ -77,5 +82,10 @@ fn extra_sections() -> String {
     }
     roff.control("SH", ["ENVIRONMENT"]);
     roff.text([roman("NO_COLOR: when set, check prints diffs without colour.")]);
+    roff.control("TP", []);
+    roff.text([roman("RIVUMI_MAX_INPUT_BYTES")]);
+    roff.text([roman(
+        "The most bytes held in memory for one transcript or one dataset line (default 4 GiB); a larger input is bad input (exit 3) instead of a run out of memory.",
+    )]);
     roff.render()
 }

@@ -1,10 +1,13 @@
 //! Writing results: the compacted transcript (kept records copied through byte for
 //! byte), the out-dir layout, and atomic writes (temporary file, then rename).
 
+use crate::error::Error;
 use crate::policy::Plan;
+use crate::signals;
 use crate::transcript::Transcript;
+use std::collections::HashSet;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes the compacted transcript: kept records as read (runs of them in one write),
 /// injected records added, each injected line ending with `\n`.
@@ -47,20 +50,145 @@ fn write_injected(w: &mut dyn Write, line: &str, ends_with_newline: &mut bool) -
     Ok(())
 }
 
-/// Writes a file atomically: a temporary file in the same folder, then a rename.
+/// Writes a file atomically: a temporary file in the same folder, then a rename. The
+/// file gets the permissions the umask gives (as a file made by `>` would).
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !dir.is_dir() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut tmp = tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").tempfile_in(dir)?;
+    let tmp = temp_file_in(dir, write)?;
+    signals::committing(|| tmp.persist(path).map(drop).map_err(|e| e.error))
+}
+
+/// A written temporary file in `dir`, removed on a hard stop until it is persisted.
+fn temp_file_in(
+    dir: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<Tracked<tempfile::NamedTempFile>> {
+    let mut tmp =
+        tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").permissions(mode(0o666)).tempfile_in(dir)?;
+    let tracked = signals::track(tmp.path());
     {
         let mut buf = io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         write(&mut buf)?;
         buf.flush()?;
     }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    Ok(Tracked { value: tmp, _guard: tracked })
+}
+
+/// A temporary file or folder and its registration for removal on a hard stop.
+struct Tracked<T> {
+    value: T,
+    _guard: signals::Tracked,
+}
+
+impl Tracked<tempfile::NamedTempFile> {
+    fn persist(self, to: &Path) -> Result<std::fs::File, tempfile::PersistError> {
+        self.value.persist(to)
+    }
+}
+
+fn mode(bits: u32) -> std::fs::Permissions {
+    std::os::unix::fs::PermissionsExt::from_mode(bits)
+}
+
+/// `--out-dir`, resolved, with the real paths of the inputs no output may replace.
+/// Every output folder is checked against both when it is written, so neither a name
+/// nor a symbolic link (in the inputs or inside the out-dir) can send a write elsewhere.
+pub struct OutDir {
+    given: PathBuf,
+    real: PathBuf,
+    inputs: HashSet<PathBuf>,
+}
+
+impl OutDir {
+    /// Creates the folder if needed. `inputs` are the real paths of the inputs.
+    pub fn create(dir: &Path, inputs: HashSet<PathBuf>) -> Result<OutDir, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Failed(format!("{}: cannot create: {e}", dir.display())))?;
+        let real =
+            std::fs::canonicalize(dir).map_err(|e| Error::Failed(format!("{}: cannot resolve: {e}", dir.display())))?;
+        Ok(OutDir { given: dir.to_path_buf(), real, inputs })
+    }
+
+    /// Writes the folder `name` (a relative path of plain names) with `files`, each
+    /// written by `write`. A new folder appears whole (written aside, then renamed);
+    /// in an existing one the files are written aside and renamed together, and output
+    /// files this run does not produce are removed, so the folder matches this run.
+    pub fn write_folder(
+        &self,
+        name: &Path,
+        files: &[&str],
+        mut write: impl FnMut(&str, &mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), Error> {
+        let target = self.given.join(name);
+        let fail = |what: String| Error::Failed(format!("{}: {what}", target.display()));
+        let parent = target.parent().unwrap_or(&self.given);
+        std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create: {e}")))?;
+        let real_parent = std::fs::canonicalize(parent).map_err(|e| fail(format!("cannot resolve: {e}")))?;
+        if !real_parent.starts_with(&self.real) {
+            return Err(fail("not written: a symbolic link leads out of --out-dir".into()));
+        }
+        let real = real_parent.join(name.file_name().unwrap_or_default());
+        if let Some(f) = files.iter().find(|f| self.inputs.contains(&real.join(f))) {
+            return Err(fail(format!("not written: {f} would replace an input")));
+        }
+        let written = match std::fs::symlink_metadata(&real) {
+            Ok(m) if m.file_type().is_symlink() => return Err(fail("not written: it is a symbolic link".into())),
+            Ok(m) if !m.is_dir() => return Err(fail("not written: it exists and is not a folder".into())),
+            Ok(_) => replace_files(&real, files, &mut write),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => new_folder(&real_parent, &real, files, &mut write),
+            Err(e) => Err(e),
+        };
+        written.map_err(|e| fail(format!("cannot write: {e}")))
+    }
+}
+
+fn new_folder(
+    parent: &Path,
+    real: &Path,
+    files: &[&str],
+    write: &mut dyn FnMut(&str, &mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let tmp = tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").permissions(mode(0o777)).tempdir_in(parent)?;
+    let _guard = signals::track(tmp.path());
+    for f in files {
+        let mut file = io::BufWriter::with_capacity(1 << 20, std::fs::File::create(tmp.path().join(f))?);
+        write(f, &mut file)?;
+        file.flush()?;
+    }
+    match signals::committing(|| std::fs::rename(tmp.path(), real)) {
+        Ok(()) => {
+            let _ = tmp.keep();
+            Ok(())
+        }
+        // The folder appeared meanwhile: write into it instead.
+        Err(_) if real.is_dir() => replace_files(real, files, write),
+        Err(e) => Err(e),
+    }
+}
+
+fn replace_files(
+    real: &Path,
+    files: &[&str],
+    write: &mut dyn FnMut(&str, &mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut temps = Vec::new();
+    for f in files {
+        temps.push((temp_file_in(real, |w| write(f, w))?, *f));
+    }
+    signals::committing(|| {
+        for (tmp, f) in temps {
+            tmp.persist(&real.join(f)).map_err(|e| e.error)?;
+        }
+        for stale in Output::ALL.iter().map(|o| o.file_name()).filter(|n| !files.contains(n)) {
+            let p = real.join(stale);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+                std::fs::remove_file(&p)?;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// The outputs of one run, by the file name `--out-dir` gives each.
@@ -111,14 +239,12 @@ pub fn produced(done: &crate::engine::Processed<'_>) -> Vec<Output> {
         .collect()
 }
 
-/// The out-dir layout for one input, each file written atomically.
-pub fn write_out_dir(dir: &Path, done: &crate::engine::Processed<'_>) -> Result<(), crate::error::Error> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| crate::error::Error::Failed(format!("{}: cannot create: {e}", dir.display())))?;
-    for out in produced(done) {
-        let path = dir.join(out.file_name());
-        write_atomic(&path, |w| out.write(w, done))
-            .map_err(|e| crate::error::Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
-    }
-    Ok(())
+/// The out-dir layout for one input.
+pub fn write_out_dir(out: &OutDir, name: &Path, done: &crate::engine::Processed<'_>) -> Result<(), Error> {
+    let produced = produced(done);
+    let files: Vec<&str> = produced.iter().map(|o| o.file_name()).collect();
+    out.write_folder(name, &files, |f, w| {
+        let o = produced.iter().find(|o| o.file_name() == f).expect("a produced output");
+        o.write(w, done)
+    })
 }

@@ -45,7 +45,8 @@ impl Stats {
         let t = &done.transcript;
         self.transcripts += 1;
         self.items += t.items.len();
-        self.tokens_reported += t.items.iter().filter_map(|i| i.usage()).map(|u| u.size()).sum::<u64>();
+        self.tokens_reported =
+            t.items.iter().filter_map(|i| i.usage()).fold(self.tokens_reported, |n, u| n.saturating_add(u.size()));
         self.tokens_estimated += done.plan.tokens_estimated;
         *self.actions.entry(done.plan.decision.action.as_str()).or_default() += 1;
         for e in done.plan.journal.events() {
@@ -63,7 +64,7 @@ impl Stats {
         self.transcripts += other.transcripts;
         self.failed += other.failed;
         self.items += other.items;
-        self.tokens_reported += other.tokens_reported;
+        self.tokens_reported = self.tokens_reported.saturating_add(other.tokens_reported);
         self.tokens_estimated += other.tokens_estimated;
         self.tokens_saved += other.tokens_saved;
         for (a, n) in other.actions {

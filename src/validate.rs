@@ -60,7 +60,10 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
             v(n, "bad_line", "a \"session\" record is only allowed as the first record".into());
             continue;
         }
-        seen_record |= !t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank));
+        if t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank)) {
+            continue; // blank lines hold no record (and runs of them are one record)
+        }
+        seen_record = true;
         if let Some(item) = t.items.first() {
             if let Some(first) = ids.insert(item.id.to_string(), n) {
                 v(n, "duplicate_id", format!("id {:?} was first used on line {first}", item.id));

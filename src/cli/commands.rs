@@ -33,11 +33,11 @@ pub fn dispatch(cli: Cli) -> Exit {
 
 /// Prints one error line with the program prefix.
 pub fn report(msg: &str) {
-    eprintln!("rivumi-compact: error: {msg}");
+    crate::ui::error(msg);
 }
 
 pub(super) fn warn(msg: &str) {
-    eprintln!("rivumi-compact: warning: {msg}");
+    crate::ui::warn(msg);
 }
 
 /// Settings from the flags; a bad config file is bad input (exit 3).
@@ -204,7 +204,7 @@ fn man() -> Result<Exit> {
 fn check(args: CheckArgs) -> Result<Exit> {
     let color =
         std::io::IsTerminal::is_terminal(&io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let opts = crate::check::CheckOptions { bless: args.bless, color };
+    let opts = crate::check::CheckOptions { bless: args.bless, color, allow_case_commands: args.allow_case_commands };
     let parse = |flags: &[String]| -> Result<Settings> {
         let parsed = <CaseFlags as clap::Parser>::try_parse_from(flags).map_err(|e| {
             Error::Usage(format!("bad flags in a case's args file: {}", e.to_string().lines().next().unwrap_or("")))
@@ -268,10 +268,10 @@ fn validate(args: ValidateArgs) -> Result<Exit> {
 fn stats(args: StatsArgs) -> Result<Exit> {
     let settings = settings(&args.policy, true)?;
     let inputs = inputs::expand(&args.inputs, &args.policy.input_format, None)?;
-    crate::batch::install_interrupt_handler();
+    crate::signals::install();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
     let dataset = inputs::is_dataset(&args.policy.input_format, &inputs);
-    let per_file = crate::batch::map(&inputs, args.jobs, progress, |input| {
+    let per_file = crate::batch::map(&inputs, super::run::jobs(args.jobs), progress, |input| {
         if dataset {
             return dataset_stats(input, &settings);
         }
@@ -299,13 +299,7 @@ fn stats(args: StatsArgs) -> Result<Exit> {
         total.table()
     };
     stdout_write(|w| w.write_all(text.as_bytes()))?;
-    Ok(if crate::batch::interrupted() {
-        Exit::Interrupted
-    } else if total.failed > 0 {
-        Exit::Failed
-    } else {
-        Exit::Ok
-    })
+    Ok(if total.failed > 0 { Exit::Failed } else { Exit::Ok })
 }
 
 /// Stats over a dataset file: every line is a transcript; bad lines are reported and

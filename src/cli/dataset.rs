@@ -6,8 +6,9 @@ use super::inputs::Input;
 use crate::engine::Settings;
 use crate::error::{Error, Exit, Result};
 use crate::formats::openai::{process_line, LineOutcome};
+use crate::output::OutDir;
 use rayon::prelude::*;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::path::Path;
 
 const CHUNK: usize = 1024;
@@ -21,66 +22,80 @@ struct Counts {
 }
 
 /// Runs dataset mode over the inputs: stdout for one input, else `DIR/<name>/transcript.jsonl`.
-pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&Path>, jobs: usize) -> Result<Exit> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().expect("a thread pool");
+pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize) -> Result<Exit> {
+    crate::signals::install();
+    let pool = crate::batch::pool(jobs);
     let mut total = Counts::default();
+    let mut failed = Vec::new();
     for input in inputs {
-        let reader: Box<dyn Read> = if input.is_stdin() {
-            Box::new(io::stdin())
-        } else {
-            Box::new(
-                std::fs::File::open(&input.path)
-                    .map_err(|e| Error::bad_input(&input.path, format!("cannot read: {e}")))?,
-            )
-        };
-        let counts = match out_dir {
-            None => {
-                let stdout = io::stdout();
-                let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-                let streamed = stream(reader, &mut w, &input.path, settings, &pool)
-                    .and_then(|c| w.flush().map(|_| c).map_err(Stop::Write));
-                match streamed {
-                    Ok(c) => c,
-                    // A reader that closed early (`head`) is not an error.
-                    Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(Exit::Ok),
-                    Err(Stop::Write(e)) => return Err(Error::Failed(format!("cannot write to standard output: {e}"))),
-                    Err(Stop::Input(e)) => return Err(e),
-                }
+        match one(input, settings, out_dir, &pool) {
+            Ok(Some(counts)) => {
+                total.lines += counts.lines;
+                total.changed += counts.changed;
+                total.bad += counts.bad;
             }
-            Some(dir) => {
-                let path = dir.join(&input.out_name).join("transcript.jsonl");
-                let (mut counts, mut input_error) = (None, None);
-                let written =
-                    crate::output::write_atomic(&path, |w| match stream(reader, w, &input.path, settings, &pool) {
-                        Ok(c) => {
-                            counts = Some(c);
-                            Ok(())
-                        }
-                        Err(Stop::Write(e)) => Err(e),
-                        Err(Stop::Input(e)) => {
-                            input_error = Some(e);
-                            Err(io::Error::other("stopped")) // abandons the temporary file
-                        }
-                    });
-                if let Some(e) = input_error {
-                    return Err(e);
-                }
-                written.map_err(|e| Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
-                counts.unwrap_or_default()
+            // A reader that closed stdout early (`head`) is not an error.
+            Ok(None) => return Ok(Exit::Ok),
+            Err(e) => {
+                crate::ui::error(&e.to_string());
+                failed.push(e.exit());
             }
-        };
-        total.lines += counts.lines;
-        total.changed += counts.changed;
-        total.bad += counts.bad;
+        }
     }
-    eprintln!(
-        "rivumi-compact: {} line(s): {} compacted, {} unchanged, {} bad",
+    crate::ui::note(&format!(
+        "{} line(s): {} compacted, {} unchanged, {} bad",
         total.lines,
         total.changed,
         total.lines - total.changed - total.bad,
         total.bad
-    );
-    Ok(if total.bad > 0 { Exit::Failed } else { Exit::Ok })
+    ));
+    Ok(match failed[..] {
+        // A single input keeps its own exit code (3 for bad input).
+        [code] if inputs.len() == 1 => code,
+        [] if total.bad == 0 => Exit::Ok,
+        _ => Exit::Failed,
+    })
+}
+
+/// One dataset file: its counts, or `None` when stdout was closed by its reader.
+fn one(
+    input: &Input,
+    settings: &Settings,
+    out_dir: Option<&OutDir>,
+    pool: &rayon::ThreadPool,
+) -> Result<Option<Counts>> {
+    let reader = input.open()?.into_reader();
+    let Some(out) = out_dir else {
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        let streamed =
+            stream(reader, &mut w, &input.path, settings, pool).and_then(|c| w.flush().map(|_| c).map_err(Stop::Write));
+        return match streamed {
+            Ok(c) => Ok(Some(c)),
+            Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(None),
+            Err(Stop::Write(e)) => Err(Error::Failed(format!("cannot write to standard output: {e}"))),
+            Err(Stop::Input(e)) => Err(e),
+        };
+    };
+    let (mut counts, mut input_error, mut reader) = (None, None, Some(reader));
+    let written = out.write_folder(&input.out_name, &["transcript.jsonl"], |_, w| {
+        match stream(reader.take().expect("one file"), w, &input.path, settings, pool) {
+            Ok(c) => {
+                counts = Some(c);
+                Ok(())
+            }
+            Err(Stop::Write(e)) => Err(e),
+            Err(Stop::Input(e)) => {
+                input_error = Some(e);
+                Err(io::Error::other("stopped")) // abandons the temporary file
+            }
+        }
+    });
+    if let Some(e) = input_error {
+        return Err(e);
+    }
+    written?;
+    Ok(Some(counts.unwrap_or_default()))
 }
 
 /// Why streaming stopped: the output could not be written, or the input (or a user's
@@ -91,21 +106,23 @@ enum Stop {
 }
 
 fn stream(
-    reader: Box<dyn Read>,
+    mut reader: impl BufRead,
     w: &mut dyn Write,
     file: &Path,
     settings: &Settings,
     pool: &rayon::ThreadPool,
 ) -> std::result::Result<Counts, Stop> {
-    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let limit = crate::source::max_input_bytes();
     let mut counts = Counts::default();
     let mut line_no = 0;
     loop {
         let mut chunk: Vec<(usize, Vec<u8>)> = Vec::with_capacity(CHUNK);
         while chunk.len() < CHUNK {
             let mut raw = Vec::new();
-            let read = reader.read_until(b'\n', &mut raw);
-            if read.map_err(|e| Stop::Input(Error::bad_input(file, format!("cannot read: {e}"))))? == 0 {
+            let read = crate::source::read_line_bounded(&mut reader, &mut raw, limit);
+            let read =
+                read.map_err(|e| Stop::Input(Error::bad_line(file, line_no + 1, 1, format!("cannot read: {e}"))));
+            if read? == 0 {
                 break;
             }
             line_no += 1;
@@ -141,7 +158,7 @@ fn stream(
                 LineOutcome::Unchanged => w.write_all(raw).map_err(Stop::Write)?,
                 LineOutcome::Bad(message) => {
                     counts.bad += 1;
-                    eprintln!("rivumi-compact: error: {}", crate::render::escape_controls(&message));
+                    crate::ui::error(&message);
                     w.write_all(raw).map_err(Stop::Write)?;
                 }
             }

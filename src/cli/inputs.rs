@@ -1,35 +1,72 @@
 //! Turning INPUT arguments into transcripts to read: files, `-`, directories (every
-//! file with the format's extension below, sorted) and globs, each with the folder
-//! name its outputs get under `--out-dir`.
+//! regular file with the format's extension below, sorted) and globs, each with the
+//! folder name its outputs get under `--out-dir`.
+//!
+//! Walks end and never stop a batch: a folder reached twice (a symlink loop, or two
+//! links to one folder) is walked once with a warning; FIFOs, sockets and devices found
+//! by a walk are skipped with a warning (they are read only when named on the command
+//! line); an entry that cannot be read becomes an input that fails with its error, so
+//! the rest of the batch still runs and the exit code says something failed.
 
 use crate::error::{Error, Result};
+use crate::source::Opened;
+use crate::ui;
 use globset::GlobBuilder;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
 
 /// One transcript to process.
-#[derive(Debug, Clone)]
 pub struct Input {
     /// The file, or `-` for stdin.
     pub path: PathBuf,
     /// The folder under `--out-dir`: the path relative to its directory or glob root
-    /// (or the file name), without extension.
+    /// (or the file name), without extension; only plain names, never `.` or `..`.
     pub out_name: PathBuf,
+    /// Why a walk could not read this entry; reported when it is processed.
+    broken: Option<String>,
+    /// Whether the path was reached through a symbolic link (its real path differs).
+    pub linked: bool,
+    /// The input already opened to look at its head (read once: pipes cannot rewind).
+    opened: Mutex<Option<Opened>>,
 }
 
 impl Input {
+    fn new(path: PathBuf, out_name: PathBuf) -> Input {
+        Input { path, out_name, broken: None, linked: false, opened: Mutex::new(None) }
+    }
+
     pub fn is_stdin(&self) -> bool {
         self.path == Path::new("-")
     }
 
+    /// Opens the input (once: a head read by [`Input::peek_format`] is handed over).
+    pub fn open(&self) -> Result<Opened> {
+        if let Some(msg) = &self.broken {
+            return Err(Error::bad_input(&self.path, msg.clone()));
+        }
+        if let Some(o) = self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            return Ok(o);
+        }
+        if self.is_stdin() {
+            Opened::stdin()
+        } else {
+            Opened::file(&self.path)
+        }
+    }
+
     /// Reads the whole input.
     pub fn read(&self) -> Result<crate::source::Source> {
-        if self.is_stdin() {
-            let mut buf = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf)
-                .map_err(|e| Error::bad_input(&self.path, format!("cannot read standard input: {e}")))?;
-            return Ok(buf.into());
-        }
-        crate::source::read(&self.path).map_err(|e| Error::bad_input(&self.path, format!("cannot read: {e}")))
+        self.open()?.read_all()
+    }
+
+    /// The format `auto` detects from this input's head; the opened input is kept for
+    /// the next [`Input::open`].
+    pub fn peek_format(&self) -> Result<&'static str> {
+        let opened = self.open()?;
+        let format = crate::formats::detect_for(&self.path, opened.head());
+        *self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(opened);
+        Ok(format)
     }
 }
 
@@ -51,13 +88,13 @@ pub fn expand(args: &[String], format: &str, exclude: Option<&Path>) -> Result<V
     let mut out = Vec::new();
     for arg in args {
         if arg == "-" {
-            out.push(Input { path: PathBuf::from("-"), out_name: PathBuf::from("stdin") });
+            out.push(Input::new(PathBuf::from("-"), PathBuf::from("stdin")));
             continue;
         }
         let path = PathBuf::from(arg);
         if path.is_dir() {
             let before = out.len();
-            walk(&path, &path, exts, exclude.as_deref(), None, &mut out)?;
+            Walk::new(&path, exts, exclude.as_deref(), None).run(&path, &mut out)?;
             if out.len() == before {
                 return Err(Error::bad_input(
                     &path,
@@ -69,21 +106,39 @@ pub fn expand(args: &[String], format: &str, exclude: Option<&Path>) -> Result<V
             let glob = GlobBuilder::new(arg)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| Error::Usage(format!("bad glob `{arg}`: {e}")))?;
+                .map_err(|e| Error::Usage(format!("bad glob `{}`: {e}", ui::escape(arg))))?;
             let matcher = glob.compile_matcher();
             let before = out.len();
             if root.is_dir() {
-                walk(&root, &root, &[], exclude.as_deref(), Some(&|p: &Path| matcher.is_match(p)), &mut out)?;
+                let filter = |p: &Path| matcher.is_match(p);
+                Walk::new(&root, &[], exclude.as_deref(), Some(&filter)).run(&root, &mut out)?;
             }
             if out.len() == before {
                 return Err(Error::bad_input(&path, "the glob matches no file"));
             }
         } else {
-            let name = path.file_stem().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("input"));
-            out.push(Input { path, out_name: name });
+            let name = path.file_name().map_or_else(|| PathBuf::from("input"), |n| out_stem(Path::new(n)));
+            let linked = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            out.push(Input { linked, ..Input::new(path, name) });
         }
     }
     Ok(out)
+}
+
+/// The output folder name of a file: its name without the last extension. A name that
+/// would be empty, `.` or `..` (files named `.jsonl`… `...jsonl`) keeps its whole name
+/// behind a `_`, so an output folder is always a plain name inside `--out-dir`.
+pub fn out_stem(file: &Path) -> PathBuf {
+    let name = file.to_string_lossy();
+    let stem = match name.rfind('.') {
+        Some(0) | None => &name[..],
+        Some(at) => &name[..at],
+    };
+    if matches!(stem, "" | "." | "..") {
+        PathBuf::from(format!("_{name}"))
+    } else {
+        PathBuf::from(stem)
+    }
 }
 
 fn is_glob(s: &str) -> bool {
@@ -108,54 +163,112 @@ fn glob_root(glob: &str) -> PathBuf {
 
 type Filter<'a> = Option<&'a dyn Fn(&Path) -> bool>;
 
-fn walk(
-    root: &Path,
-    dir: &Path,
-    exts: &[&str],
-    exclude: Option<&Path>,
-    filter: Filter<'_>,
-    out: &mut Vec<Input>,
-) -> Result<()> {
-    // The entry's file type comes with the directory listing: no stat per file.
-    let mut entries: Vec<(PathBuf, bool)> = std::fs::read_dir(dir)
-        .map_err(|e| Error::bad_input(dir, format!("cannot read directory: {e}")))?
-        .filter_map(|e| e.ok())
-        .map(|e| {
-            let is_dir = e.file_type().map(|t| t.is_dir() || (t.is_symlink() && e.path().is_dir())).unwrap_or(false);
-            (e.path(), is_dir)
-        })
-        .collect();
-    entries.sort();
-    for (p, is_dir) in entries {
-        if is_dir {
-            // Only folders can hold the out-dir; a file is never canonicalized.
-            if !exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
-                walk(root, &p, exts, exclude, filter, out)?;
-            }
-            continue;
-        }
-        let ext_ok = exts.is_empty() || p.extension().is_some_and(|e| exts.iter().any(|x| e == *x));
-        let norm: PathBuf = p.components().filter(|c| !matches!(c, Component::CurDir)).collect();
-        if !ext_ok || filter.is_some_and(|f| !f(&p) && !f(&norm)) {
-            continue;
-        }
-        let rel = p.strip_prefix(root).unwrap_or(&p).with_extension("");
-        out.push(Input { path: p, out_name: rel });
-    }
-    Ok(())
+/// One directory walk: the folders seen (by device and inode), and the chain of
+/// folders above the current one, to tell a loop from a second link to one folder.
+struct Walk<'a> {
+    root: &'a Path,
+    exts: &'a [&'a str],
+    exclude: Option<&'a Path>,
+    filter: Filter<'a>,
+    seen: std::collections::HashMap<(u64, u64), PathBuf>,
+    ancestors: Vec<(u64, u64)>,
 }
 
-/// Dataset mode: `--input-format openai`, or `auto` when the first input file starts
-/// with a `{"messages": …}` conversation. One look, not one per file: a batch of
-/// 10,000 transcripts is not opened twice (stdin needs the flag: it is not read twice).
+impl<'a> Walk<'a> {
+    fn new(root: &'a Path, exts: &'a [&'a str], exclude: Option<&'a Path>, filter: Filter<'a>) -> Self {
+        Walk { root, exts, exclude, filter, seen: Default::default(), ancestors: Vec::new() }
+    }
+
+    fn run(&mut self, dir: &Path, out: &mut Vec<Input>) -> Result<()> {
+        let meta = std::fs::metadata(dir).map_err(|e| Error::bad_input(dir, format!("cannot read directory: {e}")))?;
+        let key = (meta.dev(), meta.ino());
+        if let Some(first) = self.seen.get(&key) {
+            let what = if self.ancestors.contains(&key) { "a symbolic link loop" } else { "a second link" };
+            ui::warn(&format!("{}: skipped: {what} to {}, already walked", dir.display(), first.display()));
+            return Ok(());
+        }
+        self.seen.insert(key, dir.to_path_buf());
+        let entries = match std::fs::read_dir(dir) {
+            Ok(rd) => rd,
+            // The top folder is named by the user: its failure is the command's failure.
+            Err(e) if dir == self.root => {
+                return Err(Error::bad_input(dir, format!("cannot read directory: {e}")));
+            }
+            Err(e) => {
+                let rel = dir.strip_prefix(self.root).unwrap_or(dir).to_path_buf();
+                out.push(Input { broken: Some(format!("cannot read directory: {e}")), ..Input::new(dir.into(), rel) });
+                return Ok(());
+            }
+        };
+        self.ancestors.push(key);
+        // The entry's file type comes with the directory listing: no stat per plain file.
+        let mut entries: Vec<(PathBuf, Option<std::fs::FileType>)> =
+            entries.filter_map(|e| e.ok()).map(|e| (e.path(), e.file_type().ok())).collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (p, file_type) in entries {
+            self.entry(p, file_type, out)?;
+        }
+        self.ancestors.pop();
+        Ok(())
+    }
+
+    fn entry(&mut self, p: PathBuf, file_type: Option<std::fs::FileType>, out: &mut Vec<Input>) -> Result<()> {
+        let linked = file_type.is_some_and(|t| t.is_symlink());
+        // Only a symbolic link needs a stat to learn what it points to.
+        let target = if linked { std::fs::metadata(&p).map(|m| m.file_type()) } else { Ok(file_type.unwrap()) };
+        if target.as_ref().is_ok_and(|t| t.is_dir()) {
+            // Only folders can hold the out-dir; a file is never canonicalized.
+            if !self.exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
+                self.run(&p, out)?;
+            }
+            return Ok(());
+        }
+        let ext_ok = self.exts.is_empty() || p.extension().is_some_and(|e| self.exts.iter().any(|x| e == *x));
+        let norm: PathBuf = p.components().filter(|c| !matches!(c, Component::CurDir)).collect();
+        if !ext_ok || self.filter.is_some_and(|f| !f(&p) && !f(&norm)) {
+            return Ok(());
+        }
+        let rel = p.strip_prefix(self.root).unwrap_or(&p);
+        let name = rel.parent().unwrap_or(Path::new("")).join(out_stem(Path::new(rel.file_name().unwrap_or_default())));
+        match target {
+            Ok(t) if t.is_file() => out.push(Input { linked, ..Input::new(p, name) }),
+            Ok(_) => ui::warn(&format!(
+                "{}: skipped: not a regular file (name it on the command line to read it)",
+                p.display()
+            )),
+            Err(e) => out.push(Input { broken: Some(format!("cannot read: {e}")), linked, ..Input::new(p, name) }),
+        }
+        Ok(())
+    }
+}
+
+/// Dataset mode: `--input-format openai`, or `auto` when the first input starts with a
+/// `{"messages": …}` conversation. One look, not one per file: a batch of 10,000
+/// transcripts is not opened twice, and a pipe's head is kept for its reader.
 pub fn is_dataset(format: &str, inputs: &[Input]) -> bool {
     match format {
         "openai" => true,
-        "auto" => inputs.iter().find(|i| !i.is_stdin()).is_some_and(|i| {
-            let mut head = vec![0u8; 64 * 1024];
-            let n = std::fs::File::open(&i.path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
-            crate::formats::detect(&head[..n]) == "openai"
-        }),
+        "auto" => inputs.first().is_some_and(|i| i.peek_format().is_ok_and(|f| f == "openai")),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_folders_are_plain_names() {
+        for (file, want) in [
+            ("a.jsonl", "a"),
+            ("a.b.jsonl", "a.b"),
+            (".jsonl", ".jsonl"),
+            ("..jsonl", "_..jsonl"),
+            ("...jsonl", "_...jsonl"),
+            ("noext", "noext"),
+            (".hidden", ".hidden"),
+        ] {
+            assert_eq!(out_stem(Path::new(file)), PathBuf::from(want), "{file}");
+        }
     }
 }

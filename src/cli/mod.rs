@@ -17,7 +17,8 @@ const EXIT_CODES: &str = "Exit codes:
     2  usage error, found before any input is read
     3  bad input: a transcript or configuration that cannot be read or parsed
     4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed
-  130  interrupted (SIGINT); finished files are complete, nothing partial is left";
+  128+N  killed by signal N (130 SIGINT, 143 SIGTERM): re-raised after cleaning up; a batch
+         finishes the files being written (a second signal stops at once); nothing partial is left";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -136,6 +137,9 @@ pub struct CheckArgs {
     /// Write the expected files from this run (atomically) and say what changed
     #[arg(long)]
     pub bless: bool,
+    /// Run the hooks and summarizers that case folders name (off: a case folder is untrusted)
+    #[arg(long)]
+    pub allow_case_commands: bool,
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +242,11 @@ pub struct PolicyArgs {
 
 fn parse_threshold_flag(s: &str) -> Result<f64, String> {
     let f: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    // The text itself, too: `0.850000000000000000001` is 0.85 as a float.
+    let digits = s.split_once('.').map_or("", |(_, d)| d).trim_end_matches('0');
+    if digits.len() > 4 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("threshold {s} has more than 4 decimals"));
+    }
     crate::config::parse_threshold(f, s)?;
     Ok(f)
 }

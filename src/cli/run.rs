@@ -6,8 +6,9 @@ use super::inputs::{self, Input};
 use super::{Emit, RunArgs};
 use crate::engine::{Processed, Settings};
 use crate::error::{Error, Exit, Result};
-use crate::output::{self, Output};
+use crate::output::{self, OutDir, Output};
 use crate::render::escape_controls;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -21,13 +22,10 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         if inputs.len() > 1 && args.out_dir.is_none() {
             return Err(Error::Usage(format!("{} inputs need --out-dir", inputs.len())));
         }
-        if let Some(dir) = &args.out_dir {
-            check_distinct(&inputs)?;
-            check_not_input(dir, &inputs)?;
-        }
+        let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
         let mut s = settings.clone();
         s.input_format = "openai".into();
-        return super::dataset::run(&inputs, &s, args.out_dir.as_deref(), args.jobs);
+        return super::dataset::run(&inputs, &s, out.as_ref(), jobs(args.jobs));
     }
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
         return Err(Error::Usage(format!(
@@ -35,37 +33,55 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
             inputs.len()
         )));
     }
-    if let Some(dir) = &args.out_dir {
-        check_distinct(&inputs)?;
-        check_not_input(dir, &inputs)?;
-    }
-    if inputs.len() == 1 && args.out_dir.is_none() {
+    let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
+    if inputs.len() == 1 && out.is_none() {
         let input = &inputs[0];
         return with_processed(input, &settings, |done| {
             print_warnings(done);
             if let (Some(e), false) = (done.refusal(), args.dry_run) {
                 return Err(e);
             }
-            eprintln!("rivumi-compact: {}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
+            crate::ui::note(&format!("{}: {}", display(input), done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
             let code = stdout_write(|w| emit_to(w, done, emit))?;
             Ok(if done.plan.refused { Exit::Failed } else { code })
         });
     }
-    run_batch(&args, &settings, &inputs)
+    run_batch(&args, &settings, &inputs, out.as_ref())
+}
+
+/// The out-dir, after the checks that come before anything is written.
+fn out_dir(dir: &Path, inputs: &[Input]) -> Result<OutDir> {
+    check_distinct(inputs)?;
+    let real_inputs = real_paths(inputs);
+    check_not_input(dir, inputs, &real_inputs)?;
+    OutDir::create(dir, real_inputs)
+}
+
+/// `--jobs`, capped to the cores the machine has (0: all of them).
+pub(super) fn jobs(asked: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if asked > cores {
+        crate::ui::warn(&format!("--jobs {asked}: this machine has {cores} core(s); using {cores}"));
+    }
+    if asked == 0 {
+        cores
+    } else {
+        asked.min(cores)
+    }
 }
 
 /// Several inputs (or an out-dir): processed in parallel, reported in input order.
-fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Exit> {
-    crate::batch::install_interrupt_handler();
+fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<&OutDir>) -> Result<Exit> {
+    crate::signals::graceful();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
-    let results = crate::batch::map(inputs, args.jobs, progress, |input| {
+    let results = crate::batch::map(inputs, jobs(args.jobs), progress, |input| {
         with_processed(input, settings, |done| {
             if let Some(e) = done.refusal() {
                 return Err(e);
             }
-            if let (Some(dir), false) = (&args.out_dir, args.dry_run) {
-                output::write_out_dir(&dir.join(&input.out_name), done)?;
+            if let (Some(out), false) = (out, args.dry_run) {
+                output::write_out_dir(out, &input.out_name, done)?;
             }
             let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
             // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order.
@@ -87,7 +103,7 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Ex
                 warnings.iter().for_each(|w| warn(w));
                 compacted += usize::from(*changed);
                 if inputs.len() == 1 {
-                    eprintln!("rivumi-compact: {line}");
+                    crate::ui::note(line);
                 }
             }
             Some(Err(e)) => {
@@ -100,13 +116,11 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input]) -> Result<Ex
     let total = results.len();
     let done = total - skipped;
     let stopped = if skipped > 0 { format!(", {skipped} not started (interrupted)") } else { String::new() };
-    eprintln!(
-        "rivumi-compact: {total} file(s): {compacted} compacted, {} unchanged, {failed} failed{stopped}",
+    crate::ui::note(&format!(
+        "{total} file(s): {compacted} compacted, {} unchanged, {failed} failed{stopped}",
         done - compacted - failed
-    );
-    if crate::batch::interrupted() {
-        return Ok(Exit::Interrupted);
-    }
+    ));
+    crate::signals::finish();
     if total == 1 && failed == 1 {
         // A single input keeps its own exit code (3 for bad input, 4 for a hook failure).
         if let Some(Some(Err(e))) = results.into_iter().next() {
@@ -131,29 +145,39 @@ fn check_distinct(inputs: &[Input]) -> Result<()> {
     Ok(())
 }
 
-/// An output may never land on an input: refuse before anything is written.
-fn check_not_input(dir: &Path, inputs: &[Input]) -> Result<()> {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
-        return Ok(()); // a new folder holds no input
-    };
-    // Canonicalize each input's folder once (a batch has few folders and many files).
-    let mut folders: std::collections::HashMap<PathBuf, Option<PathBuf>> = std::collections::HashMap::new();
-    let mut sources: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+/// The real paths of the inputs (symbolic links resolved), to compare with outputs.
+/// Each folder is resolved once (a batch has few folders and many files); only an
+/// input that is itself a link is resolved whole.
+fn real_paths(inputs: &[Input]) -> HashSet<PathBuf> {
+    let mut folders: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
+    let mut real = HashSet::new();
     for i in inputs.iter().filter(|i| !i.is_stdin()) {
+        if i.linked {
+            real.extend(std::fs::canonicalize(&i.path));
+        }
         let (Some(parent), Some(name)) = (i.path.parent(), i.path.file_name()) else { continue };
         let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
         let canon = folders.entry(parent.to_path_buf()).or_insert_with(|| std::fs::canonicalize(parent).ok());
         if let Some(c) = canon {
-            sources.insert(c.join(name));
+            real.insert(c.join(name));
         }
     }
-    if sources.contains(&dir) {
+    real
+}
+
+/// An output may never land on an input: refuse before anything is written. (The
+/// writer checks again, resolved, as it writes each folder.)
+fn check_not_input(dir: &Path, inputs: &[Input], real_inputs: &HashSet<PathBuf>) -> Result<()> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Ok(()); // a new folder holds no input
+    };
+    if real_inputs.contains(&dir) {
         return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
     }
     for i in inputs {
         for o in Output::ALL {
             let target = dir.join(&i.out_name).join(o.file_name());
-            if sources.contains(&target) {
+            if real_inputs.contains(&target) {
                 return Err(Error::Usage(format!("{} would overwrite the input {}", o.file_name(), target.display())));
             }
         }

@@ -26,7 +26,7 @@ pub struct Canonical {
 /// Turns an input into canonical JSONL. Canonical input is returned as it is (byte
 /// fidelity); `auto` detects the format from the first records.
 pub fn import(raw: crate::source::Source, file: &Path, format: &str) -> Result<Canonical> {
-    let format = if format == "auto" { detect(&raw) } else { format };
+    let format = if format == "auto" { detect_for(file, &raw) } else { format };
     let imported = match format {
         "rivumi" => return Ok(Canonical { bytes: raw, format: "rivumi".into(), warnings: Vec::new() }),
         "claude-code" => claude_code::import(&raw, file)?,
@@ -42,16 +42,28 @@ pub fn import(raw: crate::source::Source, file: &Path, format: &str) -> Result<C
     Ok(Canonical { bytes: imported.to_jsonl().into(), format: format.into(), warnings })
 }
 
-/// Detects the format from the first non-blank record.
+/// Detects the format of a file from its extension (`.traj` is SWE-agent's, whatever
+/// its size) and its head.
+pub fn detect_for(path: &Path, head: &[u8]) -> &'static str {
+    if path.extension().is_some_and(|e| e == "traj") {
+        return "swe-agent";
+    }
+    detect(head)
+}
+
+/// Detects the format from the first non-blank record. `raw` may be only the head of
+/// the input, cut anywhere: a first record longer than the head is judged by the keys
+/// that came before the cut.
 pub fn detect(raw: &[u8]) -> &'static str {
-    let text = String::from_utf8_lossy(&raw[..raw.len().min(64 * 1024)]);
+    let text = String::from_utf8_lossy(&raw[..raw.len().min(crate::source::SNIFF_BYTES)]);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.starts_with('[') {
         return "openhands";
     }
-    if trimmed.starts_with('{')
-        && trimmed.lines().next().is_none_or(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
-    {
+    let Some(first) = trimmed.lines().find(|l| !l.trim().is_empty()) else {
+        return "rivumi";
+    };
+    if first.trim() == "{" {
         // A pretty-printed JSON document: SWE-agent trajectories and OpenHands dumps.
         return if trimmed.contains("\"history\"") && trimmed.contains("\"tool_call_ids\"") {
             "swe-agent"
@@ -61,29 +73,83 @@ pub fn detect(raw: &[u8]) -> &'static str {
             "rivumi"
         };
     }
-    let Some(first) = trimmed.lines().find(|l| !l.trim().is_empty()) else {
-        return "rivumi";
-    };
-    if first.trim_start().starts_with("{\"messages\"") {
-        return "openai"; // even when the first line is longer than what was read
-    }
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(first) else {
-        return "rivumi";
-    };
-    let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("");
-    if v.get("payload").is_some()
-        && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty)
-    {
+    let record = FirstRecord::read(first);
+    let has = |k: &str| record.keys.iter().any(|x| x == k);
+    let ty = record.ty.as_deref().unwrap_or("");
+    if has("payload") && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty) {
         return "codex";
     }
-    if v.get("sessionId").is_some()
-        || v.get("parentUuid").is_some()
-        || ["file-history-snapshot", "queue-operation", "summary"].contains(&ty)
-    {
+    if has("sessionId") || has("parentUuid") || ["file-history-snapshot", "queue-operation", "summary"].contains(&ty) {
         return "claude-code";
     }
-    if ty.is_empty() && v.get("messages").is_some() {
+    if record.ty.is_none() && has("messages") {
         return "openai";
     }
     "rivumi"
+}
+
+/// The top-level keys of a record and its `type`, as far as the text goes: keys are
+/// recorded as they are met, so a record cut off by the end of the head still tells.
+#[derive(Default)]
+struct FirstRecord {
+    keys: Vec<String>,
+    ty: Option<String>,
+}
+
+impl FirstRecord {
+    fn read(line: &str) -> FirstRecord {
+        let mut record = FirstRecord::default();
+        let mut de = serde_json::Deserializer::from_str(line);
+        let _ = serde::de::DeserializeSeed::deserialize(KeySeed(&mut record), &mut de);
+        record
+    }
+}
+
+struct KeySeed<'r>(&'r mut FirstRecord);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeySeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let is_type = key == "type";
+            self.0.keys.push(key.into_owned());
+            if is_type {
+                if let serde_json::Value::String(s) = map.next_value::<serde_json::Value>()? {
+                    self.0.ty = Some(s);
+                }
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::detect;
+
+    #[test]
+    fn a_first_record_longer_than_the_head_is_still_detected() {
+        let long = "x".repeat(crate::source::SNIFF_BYTES * 2);
+        let cases = [
+            (format!(r#"{{"parentUuid":null,"sessionId":"s","message":{{"content":"{long}"}}}}"#), "claude-code"),
+            (format!(r#"{{"timestamp":"t","type":"response_item","payload":{{"text":"{long}"}}}}"#), "codex"),
+            (format!(r#"{{"messages":[{{"role":"user","content":"{long}"}}]}}"#), "openai"),
+            (format!(r#"{{"type":"message","id":"m","content":"{long}"}}"#), "rivumi"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect(text.as_bytes()), want);
+        }
+    }
 }

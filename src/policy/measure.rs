@@ -35,15 +35,15 @@ impl CumulativeUsage {
     pub fn add(&mut self, item: &crate::transcript::Item<'_>, est: u64) {
         self.prefix += est;
         if let Some(s) = &item.summarized_usage {
-            self.figure.tokens += s.size();
+            self.figure.tokens = self.figure.tokens.saturating_add(s.size());
         }
         if !item.is_input() || item.role() != Some(Role::Assistant) {
             return;
         }
         match item.usage() {
-            Some(u) => self.figure.tokens += u.size(),
+            Some(u) => self.figure.tokens = self.figure.tokens.saturating_add(u.size()),
             None => {
-                self.figure.tokens += self.prefix;
+                self.figure.tokens = self.figure.tokens.saturating_add(self.prefix);
                 self.figure.estimated = true;
             }
         }
@@ -85,7 +85,7 @@ pub fn occupancy(t: &Transcript<'_>, est: &[u64]) -> Figure {
     match last_usage {
         Some(i) => {
             let after: u64 = est[i + 1..].iter().sum();
-            Figure { tokens: t.items[i].usage().map_or(0, |u| u.size()) + after, estimated: after > 0 }
+            Figure { tokens: t.items[i].usage().map_or(0, |u| u.size()).saturating_add(after), estimated: after > 0 }
         }
         None => match t.items.get(start).and_then(|i| i.occupancy_after) {
             Some(base) => Figure { tokens: base + est[trusted_from..].iter().sum::<u64>(), estimated: true },

@@ -6,19 +6,9 @@ mod summary;
 pub use reanchor::{render_reanchor, ReanchorFacts};
 pub use summary::{build_history_summary_fallback_message, SummaryEntry, SUMMARY_HEADER};
 
-use std::fmt::Write;
-
 /// Escapes control characters (`\u{1b}` style) so transcript text cannot drive a terminal.
 pub fn escape_controls(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::ui::escape(s)
 }
 
 /// Folds runs of whitespace to one space, escapes control characters, and cuts the

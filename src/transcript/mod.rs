@@ -31,7 +31,7 @@ pub struct Transcript<'a> {
     pub call_owner: HashMap<Cow<'a, str>, usize>,
 }
 
-/// One physical line of the input.
+/// One physical line of the input (a run of blank lines is one record).
 #[derive(Debug)]
 pub struct Record<'a> {
     /// The bytes of the line including its terminator (`\n` or `\r\n`, none at EOF).
@@ -105,15 +105,19 @@ pub struct Usage {
 
 impl Usage {
     /// The size of the model call: the sum of the four counts.
+    /// Sums saturate: figures near 2^64 never wrap to small ones.
     pub fn size(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+            .saturating_add(self.output_tokens)
     }
 
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-        self.output_tokens += other.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
     }
 }
 

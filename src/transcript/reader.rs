@@ -134,7 +134,11 @@ fn parse_lines<'a>(
         let is_last = end == src.len();
         let text = utf8_line(&src[start..text_end], file, line_no)?;
         let kind = parse_record(t, text, file, line_no, is_last && end == text_end)?;
-        t.records.push(Record { span: start..end, line: line_no, kind });
+        match (t.records.last_mut(), &kind) {
+            // A run of blank lines is one record: memory does not grow with blank lines.
+            (Some(prev), RecordKind::Blank) if matches!(prev.kind, RecordKind::Blank) => prev.span.end = end,
+            _ => t.records.push(Record { span: start..end, line: line_no, kind }),
+        }
         start = end;
     }
     Ok(())
@@ -235,6 +239,8 @@ fn parse_record<'a>(
             Ok(RecordKind::Session)
         }
         _ => {
+            // Passed through unread, but a broken line is still bad input.
+            serde_json::from_str::<IgnoredAny>(text).map_err(json_err)?;
             t.unknown_records += 1;
             Ok(RecordKind::Other)
         }
