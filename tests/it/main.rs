@@ -9,6 +9,7 @@ mod errors;
 mod fidelity;
 mod golden;
 mod hooks;
+mod hostile;
 mod properties;
 mod readme;
 mod realdata;
