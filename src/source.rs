@@ -64,7 +64,7 @@ impl Opened {
         if meta.is_dir() {
             return Err(Error::bad_input(path, "cannot read: is a directory"));
         }
-        let size = meta.is_file().then(|| meta.len());
+        let size = meta.is_file().then_some(meta.len());
         Opened::new(Box::new(file), path, size)
     }
 

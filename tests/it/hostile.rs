@@ -394,10 +394,10 @@ fn hooks_and_summarizers_that_print_without_end_are_cut() {
     let o = bounded(&format!("\"$B\" run {FALLBACK} --pre-compact-hook 'yes; exit 0' --hook-timeout 2 > /dev/null"));
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("timed out"), "{}", stderr(&o));
-    let o = bounded(&format!(
+    let o = bounded(
         "\"$B\" run testdata/cases/conversation-manual-checkpoint/input.jsonl --manual \
-         --summarizer 'head -c 3000000 /dev/zero | tr \"\\0\" s; exit 0' > /dev/null"
-    ));
+         --summarizer 'head -c 3000000 /dev/zero | tr \"\\0\" s; exit 0' > /dev/null",
+    );
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("printed more than 1048576 bytes"), "{}", stderr(&o));
 }
