@@ -107,8 +107,11 @@ fn run_case(
     if case.join("config.json").is_file() {
         args.extend(["--config".to_string(), case.join("config.json").display().to_string()]);
     }
-    if let Ok(extra) = std::fs::read_to_string(case.join("args")) {
-        args.extend(extra.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string));
+    let args_file = case.join("args");
+    match std::fs::read_to_string(&args_file) {
+        Ok(extra) => args.extend(extra.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::read(&args_file, e)),
     }
     let settings = parse_args(&args)?;
     let commands = settings.commands();
@@ -123,10 +126,10 @@ fn run_case(
         ));
     }
     let input = case.join("input.jsonl");
-    let raw = std::fs::read(&input).map_err(|e| Error::bad_input(&input, format!("cannot read: {e}")))?;
-    let canonical = crate::formats::import(raw.into(), &input, &settings.input_format)?;
+    let raw = std::fs::read(&input).map_err(|e| Error::read(&input, e))?;
+    let canonical = crate::formats::import(raw.into(), &input, settings.input_format)?;
     let mut s = settings.clone();
-    s.input_format = canonical.format.clone();
+    s.input_format = canonical.format;
     // Paths in decisions and hook payloads are relative to the case, never absolute.
     let done = engine::process(&canonical.bytes, Path::new("input.jsonl"), &s)?;
     if let Some(e) = done.refusal() {
@@ -135,7 +138,7 @@ fn run_case(
     let mut out = Vec::new();
     for o in output::produced(&done) {
         let mut buf = Vec::new();
-        o.write(&mut buf, &done).map_err(|e| Error::Failed(e.to_string()))?;
+        o.write(&mut buf, &done).map_err(|e| Error::write(Path::new(o.file_name()), e))?;
         out.push((o.file_name(), buf));
     }
     Ok(out)
@@ -154,7 +157,11 @@ fn compare(
     for o in Output::ALL {
         let file = o.file_name();
         let path = case.join(file);
-        let expected = std::fs::read(&path).ok();
+        let expected = match std::fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::read(&path, e)),
+        };
         let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
         if expected.as_ref() == produced {
             continue;
@@ -162,7 +169,7 @@ fn compare(
         diffs += 1;
         if opts.bless {
             blessable(&path, real_dir).map_err(|why| Error::Failed(format!("{file}: not blessed: {why}")))?;
-            bless(&path, produced).map_err(|e| Error::Failed(format!("{}: cannot write: {e}", path.display())))?;
+            bless(&path, produced).map_err(|e| Error::write(&path, e))?;
             let what = match (&expected, produced) {
                 (None, _) => "new",
                 (_, None) => "removed",

@@ -1,13 +1,397 @@
-//! Configuration (SPEC 2): the keys, their defaults, and the layers that set them —
-//! defaults < session record (or importer) < `--config` file < command-line flags —
-//! with the layer each value came from.
+//! Configuration (SPEC 2): one typed tree ([`Config`]) and the layers that set it —
+//! defaults < session record (or importer) < `--config` file < command-line flags.
+//!
+//! Each layer is a JSON object laid over the defaults; the merged tree is deserialized
+//! into [`Config`] (unknown keys rejected, values with rules checked by their types),
+//! and the layer that set each key is kept for `rivumi-compact config`. Adding a key is
+//! one field here (and, if wanted, one flag in `cli/`).
 
 use crate::error::{Error, Result};
-use serde_json::{json, Map, Value};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
+/// The whole configuration, as the JSON paths of SPEC 2 lay it out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub runtime: Runtime,
+    pub task: Task,
+    /// Both paths fire at `>=` this share of their denominator.
+    pub threshold: Threshold,
+    pub fallback: Fallback,
+    pub summary: Summary,
+    pub checkpoint: Checkpoint,
+    pub reanchor: Reanchor,
+    pub workspace: Workspace,
+    /// Commands that verify the work (their latest run is the check status).
+    #[serde(deserialize_with = "strings")]
+    pub verification: Vec<String>,
+    /// Steps still open; `None`: from the latest plan/todo call.
+    #[serde(deserialize_with = "strings_opt")]
+    pub remaining_steps: Option<Vec<String>>,
+    pub tokenizer: Tokenizer,
+    pub hooks: Hooks,
+    #[serde(deserialize_with = "string_opt")]
+    pub summarizer: Option<String>,
+    #[serde(deserialize_with = "seconds")]
+    pub summarizer_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Runtime {
+    pub kind: RuntimeKind,
+    pub native_compaction: bool,
+    #[serde(deserialize_with = "positive_opt")]
+    pub context_window: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Task {
+    #[serde(deserialize_with = "positive_opt")]
+    pub max_total_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fallback {
+    #[serde(deserialize_with = "count")]
+    pub protect_first: usize,
+    #[serde(deserialize_with = "count")]
+    pub retain_last: usize,
+    #[serde(deserialize_with = "count")]
+    pub min_eligible: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Summary {
+    #[serde(deserialize_with = "positive")]
+    pub preview_chars: usize,
+    #[serde(deserialize_with = "count")]
+    pub max_items: usize,
+    #[serde(deserialize_with = "positive")]
+    pub max_chars: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Checkpoint {
+    #[serde(deserialize_with = "count")]
+    pub retain_turns: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Reanchor {
+    #[serde(deserialize_with = "positive")]
+    pub max_entries: usize,
+    #[serde(deserialize_with = "positive")]
+    pub max_chars: usize,
+    /// Tool names whose successful calls change files.
+    pub write_tools: Globs,
+    /// Tool names that run shell commands.
+    pub shell_tools: Globs,
+    #[serde(deserialize_with = "strings")]
+    pub path_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Workspace {
+    /// Paths the task may edit (`*` stops at `/`, `**` crosses it).
+    pub allowed_paths: Globs,
+    #[serde(deserialize_with = "string_opt")]
+    pub root: Option<String>,
+    #[serde(deserialize_with = "string_opt")]
+    pub mode: Option<String>,
+    #[serde(deserialize_with = "string_opt")]
+    pub permission: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Hooks {
+    #[serde(deserialize_with = "string_opt")]
+    pub pre_compact: Option<String>,
+    #[serde(deserialize_with = "string_opt")]
+    pub post_compact: Option<String>,
+    #[serde(deserialize_with = "seconds")]
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeKind {
+    Conversation,
+    AgentRunner,
+}
+
+impl RuntimeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuntimeKind::Conversation => "conversation",
+            RuntimeKind::AgentRunner => "agent-runner",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Tokenizer {
+    Heuristic,
+    O200k,
+    Cl100k,
+}
+
+impl Tokenizer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tokenizer::Heuristic => "heuristic",
+            Tokenizer::O200k => "o200k",
+            Tokenizer::Cl100k => "cl100k",
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            runtime: Runtime { kind: RuntimeKind::AgentRunner, native_compaction: false, context_window: None },
+            task: Task::default(),
+            threshold: Threshold(8500),
+            fallback: Fallback { protect_first: 2, retain_last: 4, min_eligible: 2 },
+            summary: Summary { preview_chars: 240, max_items: 40, max_chars: 8000 },
+            checkpoint: Checkpoint { retain_turns: 2 },
+            reanchor: Reanchor {
+                max_entries: 20,
+                max_chars: 4000,
+                write_tools: Globs::names(DEFAULT_WRITE_TOOLS),
+                shell_tools: Globs::names(DEFAULT_SHELL_TOOLS),
+                path_keys: DEFAULT_PATH_KEYS.iter().map(|s| s.to_string()).collect(),
+            },
+            workspace: Workspace::default(),
+            verification: Vec::new(),
+            remaining_steps: None,
+            tokenizer: Tokenizer::Heuristic,
+            hooks: Hooks { pre_compact: None, post_compact: None, timeout_secs: 60 },
+            summarizer: None,
+            summarizer_timeout_secs: 60,
+        }
+    }
+}
+
+// Serde's `default` on each section takes the section's defaults from `Config`'s.
+macro_rules! section_default {
+    ($($t:ident => $f:ident),*) => {$(
+        impl Default for $t {
+            fn default() -> Self {
+                Config::default().$f
+            }
+        }
+    )*};
+}
+section_default!(Runtime => runtime, Fallback => fallback, Summary => summary, Checkpoint => checkpoint,
+    Reanchor => reanchor, Hooks => hooks);
+
+pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
+    "write*",
+    "edit*",
+    "*_edit",
+    "str_replace*",
+    "create_file",
+    "apply_patch",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+];
+pub const DEFAULT_SHELL_TOOLS: &[&str] = &["bash", "shell", "exec_command", "local_shell", "Bash"];
+pub const DEFAULT_PATH_KEYS: &[&str] = &["path", "file_path", "filename", "notebook_path"];
+
+/// Keys a transcript may not set: they choose what runs on the user's machine.
+pub const EXECUTABLE: &[&str] =
+    &["hooks.pre_compact", "hooks.post_compact", "hooks.timeout_secs", "summarizer", "summarizer_timeout_secs"];
+
+/// The threshold in basis points (0.85 → 8500), so comparisons are exact integers.
+/// Written as a number in (0, 1] with at most 4 decimals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threshold(u64);
+
+impl Threshold {
+    /// From a number, checked: in (0, 1], at most 4 decimals.
+    pub fn new(f: f64) -> std::result::Result<Threshold, String> {
+        parse_threshold(f, &f.to_string()).map(Threshold)
+    }
+
+    pub fn basis_points(self) -> u64 {
+        self.0
+    }
+
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64 / 10_000.0
+    }
+}
+
+impl Serialize for Threshold {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.as_f64().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Threshold {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let f = v.as_f64().ok_or_else(|| D::Error::custom(format!("expected a number in (0, 1], found {v}")))?;
+        parse_threshold(f, &v.to_string()).map(Threshold).map_err(D::Error::custom)
+    }
+}
+
+/// Checks a threshold: in (0, 1] with at most 4 decimals, as basis points. The check is
+/// on the decimal text of the number (its shortest form), never on a rounded float, so
+/// `0.85000000001` is refused from every layer.
+pub fn parse_threshold(f: f64, shown: &str) -> std::result::Result<u64, String> {
+    if !(f > 0.0 && f <= 1.0) {
+        return Err(format!("threshold {shown} is outside (0, 1]"));
+    }
+    let text = f.to_string();
+    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+    if decimals > 4 {
+        return Err(format!("threshold {shown} has more than 4 decimals"));
+    }
+    Ok((f * 10_000.0).round() as u64)
+}
+
+/// A list of glob patterns, compiled when the configuration is loaded: an invalid
+/// pattern is an error naming its key, never a set that silently matches nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Globs {
+    patterns: Vec<String>,
+    set: GlobSet,
+}
+
+impl Globs {
+    /// Path globs: `*` stops at `/`, `**` crosses it.
+    pub fn paths(patterns: &[String]) -> std::result::Result<Globs, String> {
+        Globs::compile(patterns)
+    }
+
+    fn names(patterns: &[&str]) -> Globs {
+        let patterns: Vec<String> = patterns.iter().map(|s| s.to_string()).collect();
+        Globs::compile(&patterns).expect("the default patterns are valid")
+    }
+
+    /// Compiles a list once per process: a batch of 10,000 transcripts with the same
+    /// lists compiles each list once.
+    fn compile(patterns: &[String]) -> std::result::Result<Globs, String> {
+        type Cache = std::sync::Mutex<std::collections::HashMap<Vec<String>, std::result::Result<GlobSet, String>>>;
+        static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let set = cache.entry(patterns.to_vec()).or_insert_with(|| Globs::build(patterns)).clone()?;
+        Ok(Globs { patterns: patterns.to_vec(), set })
+    }
+
+    fn build(patterns: &[String]) -> std::result::Result<GlobSet, String> {
+        let mut b = GlobSetBuilder::new();
+        for p in patterns {
+            let glob = GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("invalid glob {:?}: {}", p, e.kind()))?;
+            b.add(glob);
+        }
+        b.build().map_err(|e| e.to_string())
+    }
+
+    pub fn is_match(&self, s: &str) -> bool {
+        self.set.is_match(s)
+    }
+
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+}
+
+impl Serialize for Globs {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.patterns.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Globs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let patterns = strings(d)?;
+        Globs::compile(&patterns).map_err(D::Error::custom)
+    }
+}
+
+// Value checks, with the messages people see (`key`: message).
+
+fn count<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    let v = Value::deserialize(d)?;
+    v.as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| D::Error::custom(format!("expected a non-negative integer, found {v}")))
+}
+
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    count(d).map(|n| n as u64)
+}
+
+fn positive<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    match count(d)? {
+        0 => Err(D::Error::custom("expected a positive integer, found 0")),
+        n => Ok(n),
+    }
+}
+
+fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        v => match v.as_u64() {
+            Some(0) | None => Err(D::Error::custom(format!("expected a positive integer, found {v}"))),
+            n => Ok(n),
+        },
+    }
+}
+
+fn string_opt<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        v => Err(D::Error::custom(format!("expected a string, found {v}"))),
+    }
+}
+
+fn strings<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    let v = Value::deserialize(d)?;
+    let arr = v.as_array().ok_or_else(|| D::Error::custom(format!("expected an array of strings, found {v}")))?;
+    arr.iter()
+        .map(|s| {
+            s.as_str().map(str::to_string).ok_or_else(|| D::Error::custom(format!("expected a string, found {s}")))
+        })
+        .collect()
+}
+
+fn strings_opt<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<String>>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        v => strings(v).map(Some).map_err(D::Error::custom),
+    }
+}
+
+/// Where a value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Layer {
     Default,
@@ -27,396 +411,173 @@ impl fmt::Display for Layer {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuntimeKind {
-    Conversation,
-    AgentRunner,
-}
-
-impl RuntimeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuntimeKind::Conversation => "conversation",
-            RuntimeKind::AgentRunner => "agent-runner",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tokenizer {
-    Heuristic,
-    O200k,
-    Cl100k,
-}
-
-impl Tokenizer {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tokenizer::Heuristic => "heuristic",
-            Tokenizer::O200k => "o200k",
-            Tokenizer::Cl100k => "cl100k",
-        }
-    }
-}
-
-/// Every configuration key, as its JSON path, in the order `config` prints them.
-pub const KEYS: &[&str] = &[
-    "runtime.kind",
-    "runtime.native_compaction",
-    "runtime.context_window",
-    "task.max_total_tokens",
-    "threshold",
-    "fallback.protect_first",
-    "fallback.retain_last",
-    "fallback.min_eligible",
-    "summary.preview_chars",
-    "summary.max_items",
-    "summary.max_chars",
-    "checkpoint.retain_turns",
-    "reanchor.max_entries",
-    "reanchor.max_chars",
-    "reanchor.write_tools",
-    "reanchor.shell_tools",
-    "reanchor.path_keys",
-    "workspace.allowed_paths",
-    "workspace.root",
-    "workspace.mode",
-    "workspace.permission",
-    "verification",
-    "remaining_steps",
-    "tokenizer",
-    "hooks.pre_compact",
-    "hooks.post_compact",
-    "hooks.timeout_secs",
-    "summarizer",
-    "summarizer_timeout_secs",
-];
-
-const SECTIONS: &[&str] = &["runtime", "task", "fallback", "summary", "checkpoint", "reanchor", "workspace", "hooks"];
-
-/// Keys a transcript may not set: they choose what runs on the user's machine.
-const EXECUTABLE: &[&str] =
-    &["hooks.pre_compact", "hooks.post_compact", "hooks.timeout_secs", "summarizer", "summarizer_timeout_secs"];
-
-pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
-    "write*",
-    "edit*",
-    "*_edit",
-    "str_replace*",
-    "create_file",
-    "apply_patch",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-];
-pub const DEFAULT_SHELL_TOOLS: &[&str] = &["bash", "shell", "exec_command", "local_shell", "Bash"];
-pub const DEFAULT_PATH_KEYS: &[&str] = &["path", "file_path", "filename", "notebook_path"];
-
+/// A configuration with the layer each key came from.
 #[derive(Debug, Clone)]
-pub struct Config {
-    pub runtime: RuntimeKind,
-    pub native_compaction: bool,
-    pub context_window: Option<u64>,
-    pub max_total_tokens: Option<u64>,
-    /// The threshold in basis points (0.85 → 8500), so comparisons are exact.
-    pub threshold_bp: u64,
-    pub protect_first: usize,
-    pub retain_last: usize,
-    pub min_eligible: usize,
-    pub preview_chars: usize,
-    pub max_items: usize,
-    pub max_chars: usize,
-    pub retain_turns: usize,
-    pub reanchor_max_entries: usize,
-    pub reanchor_max_chars: usize,
-    pub write_tools: Vec<String>,
-    pub shell_tools: Vec<String>,
-    pub path_keys: Vec<String>,
-    pub allowed_paths: Vec<String>,
-    pub root: Option<String>,
-    pub mode: Option<String>,
-    pub permission: Option<String>,
-    pub verification: Vec<String>,
-    pub remaining_steps: Option<Vec<String>>,
-    pub tokenizer: Tokenizer,
-    pub pre_compact: Option<String>,
-    pub post_compact: Option<String>,
-    pub hook_timeout_secs: u64,
-    pub summarizer: Option<String>,
-    pub summarizer_timeout_secs: u64,
-    /// Which layer set each key.
-    pub sources: BTreeMap<&'static str, Layer>,
+pub struct Layered {
+    pub config: Config,
+    /// Every key (JSON path), in `config` order, with its value and layer.
+    pub keys: Vec<(String, Value, Layer)>,
     /// Things worth telling the user (ignored session keys).
     pub warnings: Vec<String>,
 }
 
-impl Default for Config {
+/// Merges layers over the defaults. Each layer is checked when it is laid on, so an
+/// error names the layer (file, session record or flag) and the key.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    tree: Value,
+    /// The leaves each layer set, in order.
+    layers: Vec<(Vec<(String, Value)>, Layer)>,
+    warnings: Vec<String>,
+}
+
+impl Default for Builder {
     fn default() -> Self {
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
-        Config {
-            runtime: RuntimeKind::AgentRunner,
-            native_compaction: false,
-            context_window: None,
-            max_total_tokens: None,
-            threshold_bp: 8500,
-            protect_first: 2,
-            retain_last: 4,
-            min_eligible: 2,
-            preview_chars: 240,
-            max_items: 40,
-            max_chars: 8000,
-            retain_turns: 2,
-            reanchor_max_entries: 20,
-            reanchor_max_chars: 4000,
-            write_tools: strings(DEFAULT_WRITE_TOOLS),
-            shell_tools: strings(DEFAULT_SHELL_TOOLS),
-            path_keys: strings(DEFAULT_PATH_KEYS),
-            allowed_paths: Vec::new(),
-            root: None,
-            mode: None,
-            permission: None,
-            verification: Vec::new(),
-            remaining_steps: None,
-            tokenizer: Tokenizer::Heuristic,
-            pre_compact: None,
-            post_compact: None,
-            hook_timeout_secs: 60,
-            summarizer: None,
-            summarizer_timeout_secs: 60,
-            sources: KEYS.iter().map(|k| (*k, Layer::Default)).collect(),
-            warnings: Vec::new(),
-        }
+        let tree = serde_json::to_value(Config::default()).expect("the defaults serialize");
+        Builder { tree, layers: Vec::new(), warnings: Vec::new() }
     }
 }
 
-impl Config {
-    /// The threshold as a number (for decisions and messages).
-    pub fn threshold(&self) -> f64 {
-        self.threshold_bp as f64 / 10_000.0
-    }
-
-    /// Applies a session record (or an importer's session layer). Keys that are not
+impl Builder {
+    /// A session record (or an importer's session layer): keys that are not
     /// configuration are ignored; executable keys are ignored with a warning.
-    pub fn apply_session(&mut self, obj: &Map<String, Value>, file: &Path) -> Result<()> {
-        let mut pairs = Vec::new();
-        flatten(obj, "", &mut pairs, &mut |_| Ok(()))?;
-        for (key, value) in pairs {
-            if EXECUTABLE.contains(&key.as_str()) {
+    pub fn session(&mut self, obj: &Map<String, Value>, file: &Path) -> Result<()> {
+        let mut leaves = Vec::new();
+        self.leaves(obj, "", &mut leaves, &mut |_| Ok(()))?;
+        leaves.retain(|(key, _)| {
+            let executable = EXECUTABLE.contains(&key.as_str());
+            if executable {
                 self.warnings
                     .push(format!("ignored `{key}` in the session record: a transcript never chooses what runs"));
-                continue;
             }
-            if let Some(k) = known(&key) {
-                self.set(k, value, Layer::Session)
-                    .map_err(|m| Error::bad_input(file, format!("session record: `{key}`: {m}")))?;
-            }
-        }
-        Ok(())
+            !executable
+        });
+        self.lay(leaves, Layer::Session)
+            .map_err(|(key, m)| Error::bad_input(file, format!("session record: `{key}`: {m}")))
     }
 
-    /// Applies a `--config` JSON file's object: unknown keys are errors.
-    pub fn apply_file(&mut self, value: &Value, file: &Path) -> Result<()> {
+    /// A `--config` JSON file's object: unknown keys are errors.
+    pub fn file(&mut self, value: &Value, file: &Path) -> Result<()> {
         let Value::Object(obj) = value else {
             return Err(Error::bad_input(file, "expected a JSON object of configuration keys"));
         };
-        let mut pairs = Vec::new();
+        let mut leaves = Vec::new();
         let unknown = |key: &str| Err(Error::bad_input(file, format!("unknown configuration key `{key}`")));
-        flatten(obj, "", &mut pairs, &mut |k| unknown(k))?;
-        for (key, value) in pairs {
-            let Some(k) = known(&key) else {
-                return unknown(&key);
-            };
-            self.set(k, value, Layer::ConfigFile).map_err(|m| Error::bad_input(file, format!("`{key}`: {m}")))?;
+        self.leaves(obj, "", &mut leaves, &mut |k| unknown(k))?;
+        self.lay(leaves, Layer::ConfigFile).map_err(|(key, m)| Error::bad_input(file, format!("`{key}`: {m}")))
+    }
+
+    /// The command line's layer (an object of the keys the flags set): a usage error.
+    pub fn flags(&mut self, obj: &Map<String, Value>) -> Result<()> {
+        let mut leaves = Vec::new();
+        self.leaves(obj, "", &mut leaves, &mut |k| Err(Error::Usage(format!("unknown configuration key `{k}`"))))?;
+        self.lay(leaves, Layer::Flag).map_err(|(key, m)| Error::Usage(format!("{key}: {m}")))
+    }
+
+    /// The typed configuration and where each value came from.
+    pub fn build(self) -> Layered {
+        let config: Config = Config::deserialize(&self.tree).expect("every layer was checked");
+        let from: BTreeMap<&str, Layer> = self
+            .layers
+            .iter()
+            .flat_map(|(leaves, layer)| leaves.iter().map(move |(k, _)| (k.as_str(), *layer)))
+            .collect();
+        let mut keys = Vec::new();
+        flatten(&self.tree, "", &mut keys);
+        let keys = keys
+            .into_iter()
+            .map(|(k, v)| {
+                let layer = from.get(k.as_str()).copied().unwrap_or(Layer::Default);
+                (k, v, layer)
+            })
+            .collect();
+        Layered { config, keys, warnings: self.warnings }
+    }
+
+    /// The known leaves of `obj` (known keys come from the defaults' tree).
+    fn leaves(
+        &self,
+        obj: &Map<String, Value>,
+        prefix: &str,
+        out: &mut Vec<(String, Value)>,
+        unknown: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<()> {
+        for (k, v) in obj {
+            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            match (at(&self.tree, &key), v) {
+                (Some(Value::Object(_)), Value::Object(inner)) => self.leaves(inner, &key, out, unknown)?,
+                (Some(Value::Object(_)), _) | (None, _) => unknown(&key)?,
+                (Some(_), _) => out.push((key, v.clone())),
+            }
         }
         Ok(())
     }
 
-    /// Applies one flag value; the caller reports an error as a usage error.
-    pub fn apply_flag(&mut self, key: &'static str, value: Value) -> std::result::Result<(), String> {
-        self.set(key, value, Layer::Flag)
-    }
-
-    fn set(&mut self, key: &'static str, v: Value, layer: Layer) -> std::result::Result<(), String> {
-        match key {
-            "runtime.kind" => {
-                self.runtime = match v.as_str() {
-                    Some("conversation") => RuntimeKind::Conversation,
-                    Some("agent-runner") => RuntimeKind::AgentRunner,
-                    _ => return Err("expected \"conversation\" or \"agent-runner\"".into()),
-                }
-            }
-            "runtime.native_compaction" => self.native_compaction = v.as_bool().ok_or("expected true or false")?,
-            "runtime.context_window" => self.context_window = opt_size(&v)?,
-            "task.max_total_tokens" => self.max_total_tokens = opt_size(&v)?,
-            "threshold" => self.threshold_bp = threshold_bp(&v)?,
-            "fallback.protect_first" => self.protect_first = size(&v)?,
-            "fallback.retain_last" => self.retain_last = size(&v)?,
-            "fallback.min_eligible" => self.min_eligible = size(&v)?,
-            "summary.preview_chars" => self.preview_chars = positive(&v)?,
-            "summary.max_items" => self.max_items = size(&v)?,
-            "summary.max_chars" => self.max_chars = positive(&v)?,
-            "checkpoint.retain_turns" => self.retain_turns = size(&v)?,
-            "reanchor.max_entries" => self.reanchor_max_entries = positive(&v)?,
-            "reanchor.max_chars" => self.reanchor_max_chars = positive(&v)?,
-            "reanchor.write_tools" => self.write_tools = strings(&v)?,
-            "reanchor.shell_tools" => self.shell_tools = strings(&v)?,
-            "reanchor.path_keys" => self.path_keys = strings(&v)?,
-            "workspace.allowed_paths" => self.allowed_paths = strings(&v)?,
-            "workspace.root" => self.root = opt_string(&v)?,
-            "workspace.mode" => self.mode = opt_string(&v)?,
-            "workspace.permission" => self.permission = opt_string(&v)?,
-            "verification" => self.verification = strings(&v)?,
-            "remaining_steps" => self.remaining_steps = if v.is_null() { None } else { Some(strings(&v)?) },
-            "tokenizer" => {
-                self.tokenizer = match v.as_str() {
-                    Some("heuristic") => Tokenizer::Heuristic,
-                    Some("o200k") => Tokenizer::O200k,
-                    Some("cl100k") => Tokenizer::Cl100k,
-                    _ => return Err("expected \"heuristic\", \"o200k\" or \"cl100k\"".into()),
-                }
-            }
-            "hooks.pre_compact" => self.pre_compact = opt_string(&v)?,
-            "hooks.post_compact" => self.post_compact = opt_string(&v)?,
-            "hooks.timeout_secs" => self.hook_timeout_secs = size(&v)? as u64,
-            "summarizer" => self.summarizer = opt_string(&v)?,
-            "summarizer_timeout_secs" => self.summarizer_timeout_secs = size(&v)? as u64,
-            _ => return Err(format!("unknown configuration key `{key}`")),
+    /// Lays leaves on the tree and checks the result; an error names the first key.
+    fn lay(&mut self, leaves: Vec<(String, Value)>, layer: Layer) -> std::result::Result<(), (String, String)> {
+        let mut tree = self.tree.clone();
+        for (key, value) in &leaves {
+            set(&mut tree, key, value.clone());
         }
-        self.sources.insert(key, layer);
+        if let Err(e) = serde_path_to_error::deserialize::<_, Config>(&tree) {
+            return Err((e.path().to_string(), e.inner().to_string()));
+        }
+        self.tree = tree;
+        self.layers.push((leaves, layer));
         Ok(())
     }
 
-    /// The current value of a key, as JSON.
-    pub fn get(&self, key: &str) -> Value {
-        match key {
-            "runtime.kind" => json!(self.runtime.as_str()),
-            "runtime.native_compaction" => json!(self.native_compaction),
-            "runtime.context_window" => json!(self.context_window),
-            "task.max_total_tokens" => json!(self.max_total_tokens),
-            "threshold" => json!(self.threshold()),
-            "fallback.protect_first" => json!(self.protect_first),
-            "fallback.retain_last" => json!(self.retain_last),
-            "fallback.min_eligible" => json!(self.min_eligible),
-            "summary.preview_chars" => json!(self.preview_chars),
-            "summary.max_items" => json!(self.max_items),
-            "summary.max_chars" => json!(self.max_chars),
-            "checkpoint.retain_turns" => json!(self.retain_turns),
-            "reanchor.max_entries" => json!(self.reanchor_max_entries),
-            "reanchor.max_chars" => json!(self.reanchor_max_chars),
-            "reanchor.write_tools" => json!(self.write_tools),
-            "reanchor.shell_tools" => json!(self.shell_tools),
-            "reanchor.path_keys" => json!(self.path_keys),
-            "workspace.allowed_paths" => json!(self.allowed_paths),
-            "workspace.root" => json!(self.root),
-            "workspace.mode" => json!(self.mode),
-            "workspace.permission" => json!(self.permission),
-            "verification" => json!(self.verification),
-            "remaining_steps" => json!(self.remaining_steps),
-            "tokenizer" => json!(self.tokenizer.as_str()),
-            "hooks.pre_compact" => json!(self.pre_compact),
-            "hooks.post_compact" => json!(self.post_compact),
-            "hooks.timeout_secs" => json!(self.hook_timeout_secs),
-            "summarizer" => json!(self.summarizer),
-            "summarizer_timeout_secs" => json!(self.summarizer_timeout_secs),
-            _ => Value::Null,
+    /// This builder's layers laid over `base` (a session layer laid later under them):
+    /// every key's value is checked on its own, so layers checked once stay valid.
+    pub fn over(&self, base: &Builder) -> Builder {
+        let mut b = base.clone();
+        for (leaves, layer) in &self.layers {
+            for (key, value) in leaves {
+                set(&mut b.tree, key, value.clone());
+            }
+            b.layers.push((leaves.clone(), *layer));
         }
-    }
-
-    /// The merged configuration as JSON: `{key: {"value": …, "from": layer}}` in key order.
-    pub fn provenance(&self) -> Value {
-        let mut out = Map::new();
-        for key in KEYS {
-            let from = self.sources.get(key).copied().unwrap_or(Layer::Default);
-            out.insert(key.to_string(), json!({"value": self.get(key), "from": from.to_string()}));
-        }
-        Value::Object(out)
+        b
     }
 }
 
-fn known(key: &str) -> Option<&'static str> {
-    KEYS.iter().copied().find(|k| *k == key)
+fn at<'v>(tree: &'v Value, key: &str) -> Option<&'v Value> {
+    key.split('.').try_fold(tree, |v, k| v.get(k))
 }
 
-/// Turns `{"runtime":{"kind":…}}` into `("runtime.kind", …)` pairs. Objects are walked
-/// only under known sections; `unknown` decides what an unknown section key means.
-fn flatten(
-    obj: &Map<String, Value>,
-    prefix: &str,
-    out: &mut Vec<(String, Value)>,
-    unknown: &mut dyn FnMut(&str) -> Result<()>,
-) -> Result<()> {
+fn set(tree: &mut Value, key: &str, value: Value) {
+    let mut v = tree;
+    let mut parts = key.split('.').peekable();
+    while let Some(k) = parts.next() {
+        if parts.peek().is_none() {
+            v[k] = value;
+            return;
+        }
+        v = &mut v[k];
+    }
+}
+
+fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, Value)>) {
+    let Value::Object(obj) = v else { return };
     for (k, v) in obj {
         let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
         match v {
-            Value::Object(inner) if prefix.is_empty() && SECTIONS.contains(&k.as_str()) => {
-                flatten(inner, &key, out, unknown)?
-            }
-            _ if known(&key).is_some() => out.push((key, v.clone())),
-            _ => unknown(&key)?,
+            Value::Object(_) => flatten(v, &key, out),
+            _ => out.push((key, v.clone())),
         }
     }
-    Ok(())
 }
 
-fn size(v: &Value) -> std::result::Result<usize, String> {
-    v.as_u64().map(|n| n as usize).ok_or_else(|| format!("expected a non-negative integer, found {v}"))
-}
-
-fn positive(v: &Value) -> std::result::Result<usize, String> {
-    match size(v)? {
-        0 => Err("expected a positive integer, found 0".into()),
-        n => Ok(n),
-    }
-}
-
-fn opt_size(v: &Value) -> std::result::Result<Option<u64>, String> {
-    if v.is_null() {
-        return Ok(None);
-    }
-    match v.as_u64() {
-        Some(0) | None => Err(format!("expected a positive integer, found {v}")),
-        Some(n) => Ok(Some(n)),
-    }
-}
-
-fn opt_string(v: &Value) -> std::result::Result<Option<String>, String> {
-    match v {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
-        _ => Err(format!("expected a string, found {v}")),
-    }
-}
-
-fn strings(v: &Value) -> std::result::Result<Vec<String>, String> {
-    let arr = v.as_array().ok_or_else(|| format!("expected an array of strings, found {v}"))?;
-    arr.iter().map(|s| s.as_str().map(str::to_string).ok_or_else(|| format!("expected a string, found {s}"))).collect()
-}
-
-/// A threshold in (0, 1] with at most 4 decimals, as basis points.
-pub fn threshold_bp(v: &Value) -> std::result::Result<u64, String> {
-    let f = v.as_f64().ok_or_else(|| format!("expected a number in (0, 1], found {v}"))?;
-    parse_threshold(f, &v.to_string())
-}
-
-/// Checks a threshold: in (0, 1] with at most 4 decimals, as basis points. The check is
-/// on the decimal text of the number (its shortest form), never on a rounded float, so
-/// `0.85000000001` is refused from every layer.
-pub fn parse_threshold(f: f64, shown: &str) -> std::result::Result<u64, String> {
-    if !(f > 0.0 && f <= 1.0) {
-        return Err(format!("threshold {shown} is outside (0, 1]"));
-    }
-    let text = f.to_string();
-    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
-    if decimals > 4 {
-        return Err(format!("threshold {shown} has more than 4 decimals"));
-    }
-    Ok((f * 10_000.0).round() as u64)
+/// Every configuration key (JSON path) with its default, in `config` order.
+pub fn keys() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    flatten(&serde_json::to_value(Config::default()).expect("the defaults serialize"), "", &mut out);
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_threshold;
+    use super::*;
 
     #[test]
     fn thresholds_are_checked_on_their_decimals() {
@@ -426,5 +587,31 @@ mod tests {
         for f in [0.0, -0.5, 1.0001, 0.00001, 0.85000000001, 0.850000000000001, f64::NAN] {
             assert!(parse_threshold(f, "x").is_err(), "{f}");
         }
+    }
+
+    #[test]
+    fn layers_merge_and_name_their_errors() {
+        let mut b = Builder::default();
+        let session: Map<String, Value> =
+            serde_json::from_str(r#"{"id":"s","task":{"max_total_tokens":9},"hooks":{"pre_compact":"x"}}"#).unwrap();
+        b.session(&session, Path::new("t.jsonl")).unwrap();
+        let file = serde_json::json!({"workspace": {"allowed_paths": ["src/**"]}, "threshold": 0.9});
+        b.file(&file, Path::new("c.json")).unwrap();
+        let bad = serde_json::json!({"reanchor": {"write_tools": ["a[" ]}});
+        let e = b.clone().file(&bad, Path::new("c.json")).unwrap_err().to_string();
+        assert!(e.starts_with("c.json: `reanchor.write_tools`: invalid glob \"a[\""), "{e}");
+        let e = b.clone().file(&serde_json::json!({"tokenizer": "o100k"}), Path::new("c.json")).unwrap_err();
+        assert!(e.to_string().starts_with("c.json: `tokenizer`: unknown variant `o100k`"), "{e}");
+        let layered = b.build();
+        assert_eq!(layered.config.task.max_total_tokens, Some(9));
+        assert_eq!(layered.config.threshold.basis_points(), 9000);
+        assert!(layered.config.workspace.allowed_paths.is_match("src/a/b.rs"));
+        assert!(!layered.config.workspace.allowed_paths.is_match("lib/a.rs"));
+        assert_eq!(layered.config.hooks.pre_compact, None, "a transcript never chooses what runs");
+        let from = |k: &str| layered.keys.iter().find(|(key, ..)| key == k).map(|(_, _, l)| *l);
+        assert_eq!(from("task.max_total_tokens"), Some(Layer::Session));
+        assert_eq!(from("threshold"), Some(Layer::ConfigFile));
+        assert_eq!(from("runtime.kind"), Some(Layer::Default));
+        assert_eq!(layered.warnings.len(), 1);
     }
 }

@@ -1,55 +1,72 @@
-//! One transcript through the whole pipeline: layers the configuration, plans, asks
-//! the user's hooks, and hands back everything the outputs are written from.
+//! One transcript through the whole pipeline: layers the configuration, asks the
+//! policy for a proposal, applies the user's verdicts (pre-compact hook, summarizer)
+//! to it, runs the post-compact hook, and hands back everything the outputs are
+//! written from.
 
-use crate::config::Config;
+use crate::config::{self, Config, Layered};
 use crate::error::{Error, Result};
+use crate::formats::InputFormat;
 use crate::hooks::{self, Verdict};
-use crate::policy::{self, Action, Options, Plan};
+use crate::policy::{self, Action, Decision, Event, Options, Plan};
 use crate::transcript::{self, RecordKind, Transcript};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
-/// What the command line asked for, shared by every input of a run.
+/// What the command line (or a library caller) asked for, shared by every input of a
+/// run: the `--config` file and flag layers, already checked, and how to run.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
-    /// `--config FILE`, already parsed.
-    pub config_file: Option<(PathBuf, Value)>,
-    /// Flag values, applied last.
-    pub flags: Vec<(&'static str, Value)>,
+    /// The layers above the session record (`--config` file, then flags).
+    layers: config::Builder,
     pub manual: bool,
     pub dry_run: bool,
-    /// The input format the user named (`auto` detects).
-    pub input_format: String,
+    /// The input format the user named (`Auto` detects).
+    pub input_format: InputFormat,
 }
 
 impl Settings {
+    /// Settings from a `--config` file's JSON and the flags' layer (an object of keys).
+    pub fn new(config_file: Option<(&Path, &Value)>, flags: &Map<String, Value>) -> Result<Settings> {
+        let mut layers = config::Builder::default();
+        if let Some((path, value)) = config_file {
+            layers.file(value, path)?;
+        }
+        layers.flags(flags)?;
+        Ok(Settings { layers, ..Settings::default() })
+    }
+
+    /// Settings that apply a typed configuration over every transcript's session
+    /// record, as flags would.
+    ///
+    /// ```
+    /// use rivumi_compact::config::{Config, Task};
+    /// use rivumi_compact::engine::Settings;
+    /// let cfg = Config { task: Task { max_total_tokens: Some(100_000) }, ..Config::default() };
+    /// let settings = Settings::from_config(&cfg);
+    /// ```
+    pub fn from_config(cfg: &Config) -> Settings {
+        let Ok(Value::Object(flags)) = serde_json::to_value(cfg) else { unreachable!("a config is an object") };
+        Settings::new(None, &flags).expect("a typed configuration is valid")
+    }
+
     /// The commands these settings would run (hooks, summarizer), by key.
     pub fn commands(&self) -> Vec<&'static str> {
-        const COMMANDS: [&str; 3] = ["hooks.pre_compact", "hooks.post_compact", "summarizer"];
-        let in_file = |key: &str| {
-            let Some((_, file)) = &self.config_file else { return false };
-            let at = match key.split_once('.') {
-                Some((section, k)) => file.get(section).and_then(|s| s.get(k)),
-                None => file.get(key),
-            };
-            at.is_some_and(|v| !v.is_null())
-        };
-        COMMANDS.into_iter().filter(|k| in_file(k) || self.flags.iter().any(|(f, v)| f == k && !v.is_null())).collect()
+        let cfg = self.layers.clone().build().config;
+        let set = [
+            ("hooks.pre_compact", cfg.hooks.pre_compact.is_some()),
+            ("hooks.post_compact", cfg.hooks.post_compact.is_some()),
+            ("summarizer", cfg.summarizer.is_some()),
+        ];
+        set.into_iter().filter(|(_, on)| *on).map(|(k, _)| k).collect()
     }
 
     /// The configuration for one transcript: defaults < session < file < flags.
-    pub fn config_for(&self, session: Option<&serde_json::Map<String, Value>>, file: &Path) -> Result<Config> {
-        let mut cfg = Config::default();
+    pub fn config_for(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<Layered> {
+        let mut base = config::Builder::default();
         if let Some(s) = session {
-            cfg.apply_session(s, file)?;
+            base.session(s, file)?;
         }
-        if let Some((path, value)) = &self.config_file {
-            cfg.apply_file(value, path)?;
-        }
-        for (key, value) in &self.flags {
-            cfg.apply_flag(key, value.clone()).map_err(|m| Error::Usage(format!("--{key}: {m}")))?;
-        }
-        Ok(cfg)
+        Ok(self.layers.over(&base).build())
     }
 }
 
@@ -65,30 +82,34 @@ pub struct Processed<'a> {
 impl Processed<'_> {
     /// A refused checkpoint is a failure of this transcript (exit 4, nothing written).
     pub fn refusal(&self) -> Option<Error> {
-        let reason = self.plan.decision.reasons.iter().find(|r| r.code == "checkpoint_refused")?;
-        self.plan.refused.then(|| Error::Failed(format!("{}: {}", self.transcript_name.display(), reason.message)))
+        let reason = self.plan.decision.reasons.iter().find(|r| r.code == policy::ReasonCode::CheckpointRefused)?;
+        Some(Error::Failed(format!("{}: {}", self.transcript_name.display(), reason.message)))
     }
 
     pub fn decision_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(&self.plan.decision).expect("decision serializes");
-        s.push('\n');
-        s
+        decision_json(&self.plan.decision)
     }
+}
+
+/// A decision as the pretty JSON `decision.json` holds.
+pub fn decision_json(d: &Decision) -> String {
+    let mut s = serde_json::to_string_pretty(d).expect("decision serializes");
+    s.push('\n');
+    s
 }
 
 /// Parses canonical bytes and runs the policy, hooks included (unless `dry_run`).
 /// `name` is the input's display name (used in errors and given to hooks).
 pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Result<Processed<'a>> {
     let t = transcript::parse(canonical, name)?;
-    let config = settings.config_for(t.session.as_ref(), name)?;
-    let mut warnings = config.warnings.clone();
+    let Layered { config, mut warnings, .. } = settings.config_for(t.session.as_ref(), name)?;
     if t.unknown_records > 0 {
         warnings.push(format!("{}: {} record(s) of unknown type passed through", name.display(), t.unknown_records));
     }
     for &i in &t.orphan_results {
         let id = &t.items[i].id;
         // Line numbers only mean something in a canonical input.
-        let at = if matches!(settings.input_format.as_str(), "rivumi" | "auto" | "") {
+        let at = if matches!(settings.input_format, InputFormat::Rivumi | InputFormat::Auto) {
             format!(":{}", t.item_line(i))
         } else {
             String::new()
@@ -96,39 +117,37 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
         warnings
             .push(format!("{}{at}: tool result {id:?} answers a call that is not in the transcript", name.display()));
     }
-    let input_format = if settings.input_format.is_empty() || settings.input_format == "auto" {
-        "rivumi".to_string()
-    } else {
-        settings.input_format.clone()
+    let input_format = match settings.input_format {
+        InputFormat::Auto => InputFormat::Rivumi,
+        f => f,
     };
-    let mut opts = Options { manual: settings.manual, input_format, ..Options::default() };
-    let mut plan = policy::plan(&t, &config, &opts);
+    let opts = Options { manual: settings.manual, input_format };
+    let mut proposal = policy::propose(&t, &config, &opts);
     if !settings.dry_run {
-        if let (true, Some(cmd)) = (plan.gated, &config.pre_compact) {
-            let payload = hook_payload("pre_compact", &plan, name, Value::Null);
+        if let (Some(_), Some(cmd)) = (proposal.compaction(), &config.hooks.pre_compact) {
+            let payload = hook_payload("pre_compact", proposal.decision(), name, Value::Null);
             if let Verdict::Deny(reason) =
-                hooks::pre_compact(cmd, &payload, config.hook_timeout_secs).map_err(Error::Failed)?
+                hooks::pre_compact(cmd, &payload, config.hooks.timeout_secs).map_err(Error::Failed)?
             {
-                opts.denied_by_hook = Some(reason);
-                plan = policy::plan(&t, &config, &opts);
+                proposal.deny(&reason);
             }
         }
-        if let (Action::LocalCheckpoint, Some(cmd)) = (plan.decision.action, &config.summarizer) {
-            opts.checkpoint_summary = Some(summarize(cmd, &t, &plan, config.summarizer_timeout_secs)?);
-            plan = policy::plan(&t, &config, &opts);
+        if let (Some(items), Some(cmd)) = (proposal.checkpoint_items(), &config.summarizer) {
+            let text = summarize(cmd, &t, items, config.summarizer_timeout_secs)?;
+            proposal.use_summary(text);
         }
+    }
+    let mut plan = proposal.finish();
+    if !settings.dry_run {
         run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
     Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings })
 }
 
 /// Runs the user's summarizer on the removed turns (canonical records as a JSON array).
-fn summarize(cmd: &str, t: &Transcript<'_>, plan: &Plan, timeout: u64) -> Result<String> {
-    let records: Vec<Value> = plan
-        .removed
-        .iter()
-        .map(|&i| serde_json::from_str(t.line_text(t.items[i].record)).unwrap_or(Value::Null))
-        .collect();
+fn summarize(cmd: &str, t: &Transcript<'_>, items: &[usize], timeout: u64) -> Result<String> {
+    let records: Vec<Value> =
+        items.iter().map(|&i| serde_json::from_str(t.line_text(t.items[i].record)).unwrap_or(Value::Null)).collect();
     let input = Value::Array(records).to_string();
     let done =
         hooks::run_command(cmd, input.as_bytes(), timeout).map_err(|e| Error::Failed(format!("summarizer: {e}")))?;
@@ -142,7 +161,7 @@ fn summarize(cmd: &str, t: &Transcript<'_>, plan: &Plan, timeout: u64) -> Result
         code => Err(Error::Failed(format!(
             "summarizer `{cmd}` failed ({}): {}",
             code.map_or("killed by a signal".to_string(), |c| format!("exit code {c}")),
-            crate::render::escape_controls(done.stderr.trim())
+            crate::ui::escape(done.stderr.trim())
         ))),
     }
 }
@@ -151,53 +170,46 @@ fn summarize(cmd: &str, t: &Transcript<'_>, plan: &Plan, timeout: u64) -> Result
 /// Its failure is a warning; a completed lifecycle gets a `post_compact_hook` event so
 /// the hook runs once.
 fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Path, warnings: &mut Vec<String>) {
-    let Some(cmd) = &config.post_compact else { return };
+    let Some(cmd) = &config.hooks.post_compact else { return };
     let completion = plan.completed_lifecycle.clone();
-    if !post_hook_due(plan) && completion.is_none() {
+    let compacted = matches!(plan.decision.action, Action::HistoryFallback | Action::LocalCheckpoint);
+    if !compacted && completion.is_none() {
         return;
     }
     let event = completion.as_deref().map_or(Value::Null, |id| completion_event(t, id));
-    let payload = hook_payload("post_compact", plan, name, event);
+    let payload = hook_payload("post_compact", &plan.decision, name, event);
     // The failure's words (with the command, maybe an absolute path) go to stderr; the
     // journal keeps only the outcome, so it stays free of paths.
-    let outcome = match hooks::post_compact(cmd, &payload, config.hook_timeout_secs) {
+    let outcome = match hooks::post_compact(cmd, &payload, config.hooks.timeout_secs) {
         Ok(()) => "ok",
         Err(m) => {
             warnings.push(format!("{}: {m}", name.display()));
             "failed"
         }
     };
-    plan.journal.push("post_compact_hook", json!({"outcome": outcome, "id": completion}));
+    plan.journal.push(Event::PostCompactHook, json!({"outcome": outcome, "id": completion}));
     if let Some(id) = completion {
-        plan.appended
-            .push(json!({"type": "event", "name": "post_compact_hook", "id": id, "outcome": outcome}).to_string());
+        let record = json!({"type": "event", "name": Event::PostCompactHook.as_str(), "id": id, "outcome": outcome});
+        plan.appended.push(record.to_string());
     }
 }
 
 /// The `compaction_completed` event record with this id, as JSON.
 fn completion_event(t: &Transcript<'_>, id: &str) -> Value {
-    t.records
-        .iter()
-        .enumerate()
-        .rev()
-        .find(|(_, r)| matches!(&r.kind, RecordKind::Event { name, id: Some(i) } if name == "compaction_completed" && i == id))
-        .and_then(|(ri, _)| serde_json::from_str(t.line_text(ri)).ok())
-        .unwrap_or(Value::Null)
+    let is_it = |r: &&transcript::Record<'_>| matches!(&r.kind, RecordKind::Event { name, id: Some(i) } if Event::CompactionCompleted.is(name) && i == id);
+    let Some(at) = t.records.iter().rposition(|r| is_it(&r)) else { return Value::Null };
+    serde_json::from_str(t.line_text(at)).unwrap_or(Value::Null)
 }
 
-fn post_hook_due(plan: &Plan) -> bool {
-    matches!(plan.decision.action, Action::HistoryFallback | Action::LocalCheckpoint)
-}
-
-fn hook_payload(hook: &str, plan: &Plan, name: &Path, event: Value) -> Value {
+fn hook_payload(hook: &str, decision: &Decision, name: &Path, event: Value) -> Value {
     let transcript = if name == Path::new("-") { Value::Null } else { json!(name.display().to_string()) };
     json!({
         "hook": hook,
-        "trigger": plan.decision.trigger,
-        "path": plan.decision.path,
-        "action": plan.decision.action.as_str(),
+        "trigger": decision.trigger,
+        "path": decision.path,
+        "action": decision.action.as_str(),
         "transcript": transcript,
-        "decision": plan.decision,
+        "decision": decision,
         "event": event,
     })
 }

@@ -1,9 +1,11 @@
-//! Errors the library reports, each knowing the exit code it maps to (SPEC 9).
+//! Errors the library reports, each knowing the exit code it maps to (SPEC 9), and the
+//! exit codes themselves: one table that `--help`, the man page and the README use.
 
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
-/// The documented exit codes, in one place (also in the man page and README).
+/// The documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Exit {
     /// Success, also when nothing needed compaction.
@@ -22,6 +24,31 @@ pub enum Exit {
 impl Exit {
     pub fn code(self) -> i32 {
         self as i32
+    }
+
+    /// Every exit status with its meaning, in order (the last row is the signals').
+    pub const TABLE: [(&'static str, &'static str); 6] = [
+        ("0", "success, also when nothing needed compaction, and when stdout is closed early by a reader such as head"),
+        ("1", "check found differences, or validate found violations"),
+        ("2", "usage error, found before any input is read"),
+        ("3", "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message; 3 wins over 1)"),
+        ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
+        (
+            "128+N",
+            "killed by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP): the signal is re-raised after cleaning up; \
+             in a batch the first signal lets the files being written finish, a second stops at once; \
+             no temporary file and no half-written output folder is left",
+        ),
+    ];
+
+    /// The table as `--help` shows it.
+    pub fn help_text() -> String {
+        let mut s = String::from("Exit codes:\n");
+        for (code, meaning) in Exit::TABLE {
+            s.push_str(&format!("  {code:>5}  {meaning}\n"));
+        }
+        s.pop();
+        s
     }
 }
 
@@ -44,8 +71,13 @@ impl fmt::Display for Location {
 pub enum Error {
     /// A line of a transcript that cannot be read: exit 3.
     BadLine { at: Location, message: String },
-    /// A file that cannot be read or a configuration that is wrong: exit 3.
+    /// A file that cannot be parsed or a configuration that is wrong: exit 3.
     BadInput { file: PathBuf, message: String },
+    /// A file that cannot be read: exit 3, with the I/O error as its cause.
+    Read { path: PathBuf, source: io::Error },
+    /// An output that cannot be written: exit 4, with the I/O error as its cause (a
+    /// closed stdout is found by walking the causes, and is not an error).
+    Write { path: PathBuf, source: io::Error },
     /// Misuse of the command line found before reading input: exit 2.
     Usage(String),
     /// A hook or summarizer failed, or a checkpoint was refused: exit 4.
@@ -61,12 +93,37 @@ impl Error {
         Error::BadInput { file: file.to_path_buf(), message: message.into() }
     }
 
+    pub fn read(path: &Path, source: io::Error) -> Self {
+        Error::Read { path: path.to_path_buf(), source }
+    }
+
+    pub fn write(path: &Path, source: io::Error) -> Self {
+        Error::Write { path: path.to_path_buf(), source }
+    }
+
+    /// Standard output could not be written.
+    pub fn stdout(source: io::Error) -> Self {
+        Error::write(Path::new("<stdout>"), source)
+    }
+
     pub fn exit(&self) -> Exit {
         match self {
-            Error::BadLine { .. } | Error::BadInput { .. } => Exit::BadInput,
+            Error::BadLine { .. } | Error::BadInput { .. } | Error::Read { .. } => Exit::BadInput,
             Error::Usage(_) => Exit::Usage,
-            Error::Failed(_) => Exit::Failed,
+            Error::Write { .. } | Error::Failed(_) => Exit::Failed,
         }
+    }
+
+    /// Whether the cause is a reader that closed our stdout or pipe (`head`).
+    pub fn is_closed_pipe(&self) -> bool {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = cause {
+            if e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
+                return true;
+            }
+            cause = e.source();
+        }
+        false
     }
 }
 
@@ -75,12 +132,27 @@ impl fmt::Display for Error {
         match self {
             Error::BadLine { at, message } => write!(f, "{at}: {message}"),
             Error::BadInput { file, message } => write!(f, "{}: {message}", file.display()),
+            Error::Read { path, source } if path == Path::new("-") => {
+                write!(f, "-: cannot read standard input: {source}")
+            }
+            Error::Read { path, source } => write!(f, "{}: cannot read: {source}", path.display()),
+            Error::Write { path, source } if path == Path::new("<stdout>") => {
+                write!(f, "cannot write to standard output: {source}")
+            }
+            Error::Write { path, source } => write!(f, "{}: cannot write: {source}", path.display()),
             Error::Usage(m) | Error::Failed(m) => f.write_str(m),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Read { source, .. } | Error::Write { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

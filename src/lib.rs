@@ -16,6 +16,7 @@ pub mod batch;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod dataset;
 pub mod engine;
 pub mod error;
 pub mod formats;

@@ -47,35 +47,19 @@ fn extra_sections() -> String {
     roff.text([roman(
         "Layers, later wins: built-in defaults < the transcript's session record (or what an importer supplies) < --config FILE (JSON) < flags. A list from a later layer replaces the earlier list; a repeated flag adds to the list the flags build. Keys (JSON paths) and defaults:",
     )]);
-    let defaults = crate::config::Config::default();
-    for key in crate::config::KEYS {
+    for (key, default) in crate::config::keys() {
         roff.control("TP", []);
-        roff.text([roman(*key)]);
-        roff.text([roman(format!("default: {}", defaults.get(key)))]);
+        roff.text([roman(key)]);
+        roff.text([roman(format!("default: {default}"))]);
     }
     roff.control("SH", ["REASON CODES"]);
-    for (code, meaning) in crate::policy::REASON_CODES {
+    for code in crate::policy::ReasonCode::ALL {
         roff.control("TP", []);
-        roff.text([roman(*code)]);
-        roff.text([roman(*meaning)]);
+        roff.text([roman(code.as_str())]);
+        roff.text([roman(code.meaning())]);
     }
     roff.control("SH", ["EXIT STATUS"]);
-    for (code, meaning) in [
-        ("0", "success, also when nothing needed compaction, and when stdout is closed early by a reader such as head"),
-        ("1", "check found differences, or validate found violations"),
-        ("2", "usage error, found before any input is read"),
-        (
-            "3",
-            "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message)",
-        ),
-        ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
-        (
-            "128+N",
-            "killed by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129): the signal is re-raised after cleaning up; \
-             in a batch the first signal lets the files being written finish, a second stops at once; \
-             either way no temporary file and no half-written output folder is left",
-        ),
-    ] {
+    for (code, meaning) in crate::error::Exit::TABLE {
         roff.control("TP", []);
         roff.text([roman(code)]);
         roff.text([roman(meaning)]);

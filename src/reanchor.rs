@@ -4,14 +4,12 @@
 use crate::config::Config;
 use crate::render::ReanchorFacts;
 use crate::transcript::{Item, Transcript};
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use std::collections::HashMap;
 
 /// Gathers the facts. `used`/`limit` are the decision's figures.
 pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
-    let write_tools = name_set(&cfg.write_tools);
-    let shell_tools = name_set(&cfg.shell_tools);
+    let (write_tools, shell_tools) = (&cfg.reanchor.write_tools, &cfg.reanchor.shell_tools);
     let mut changed = Recency::default();
     let mut recent = Recency::default();
     let mut latest_check: Option<(usize, &str, &str)> = None;
@@ -21,7 +19,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         for call in item.calls() {
             let args: Value = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
             let args = unwrap_string_args(args);
-            let mut paths = key_paths(&args, &cfg.path_keys);
+            let mut paths = key_paths(&args, &cfg.reanchor.path_keys);
             let is_shell = shell_tools.is_match(call.name.as_ref());
             let command = if is_shell { shell_command(&args) } else { None };
             // A write tool, or a shell command that applies a patch, changes files.
@@ -30,7 +28,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             if writes {
                 collect_patch_headers(&args, &mut paths);
             }
-            let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.root.as_deref())).collect();
+            let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
             recent.touch(&paths);
             if writes && !failed.contains(&(i, call.id.as_ref())) {
                 changed.touch(&paths);
@@ -47,22 +45,22 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     }
     let check = latest_check.map(|(owner, id, v)| check_status(t, owner, id, v));
     let changed = changed.newest_first();
-    let outside = outside_allowed(&changed, &cfg.allowed_paths);
+    let outside = outside_allowed(&changed, &cfg.workspace.allowed_paths);
     ReanchorFacts {
         changed_files: changed.into_iter().map(|p| flag(p, &outside)).collect(),
         check_status: check.unwrap_or_else(|| "unknown (no verification command has run)".into()),
         recent_paths: recent.newest_first(),
-        allowed_paths: cfg.allowed_paths.clone(),
+        allowed_paths: cfg.workspace.allowed_paths.patterns().to_vec(),
         verification: cfg.verification.clone(),
         remaining_steps: cfg.remaining_steps.clone().or(steps).unwrap_or_default(),
         used: None,
-        limit: cfg.max_total_tokens,
-        context_window: cfg.context_window,
-        runtime: cfg.runtime.as_str().to_string(),
-        native_compaction: cfg.native_compaction,
-        root: cfg.root.clone(),
-        mode: cfg.mode.clone(),
-        permission: cfg.permission.clone(),
+        limit: cfg.task.max_total_tokens,
+        context_window: cfg.runtime.context_window,
+        runtime: cfg.runtime.kind.as_str().to_string(),
+        native_compaction: cfg.runtime.native_compaction,
+        root: cfg.workspace.root.clone(),
+        mode: cfg.workspace.mode.clone(),
+        permission: cfg.workspace.permission.clone(),
     }
 }
 
@@ -74,24 +72,6 @@ fn unwrap_string_args(args: Value) -> Value {
         }
     }
     args
-}
-
-/// Compiled tool-name patterns, cached per thread: a batch compiles each list once.
-fn name_set(patterns: &[String]) -> GlobSet {
-    thread_local! {
-        static CACHE: std::cell::RefCell<HashMap<Vec<String>, GlobSet>> = std::cell::RefCell::new(HashMap::new());
-    }
-    CACHE.with(|c| c.borrow_mut().entry(patterns.to_vec()).or_insert_with(|| compile_names(patterns)).clone())
-}
-
-fn compile_names(patterns: &[String]) -> GlobSet {
-    let mut b = GlobSetBuilder::new();
-    for p in patterns {
-        if let Ok(g) = Glob::new(p) {
-            b.add(g);
-        }
-    }
-    b.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
 /// Calls (by item and call id) whose result reports failure.
@@ -236,18 +216,12 @@ fn plan_steps(name: &str, args: &Value) -> Option<Vec<String>> {
     Some(open)
 }
 
-fn outside_allowed(paths: &[String], allowed: &[String]) -> Vec<String> {
+/// Changed files outside the allowed paths (none when no paths are set).
+fn outside_allowed(paths: &[String], allowed: &crate::config::Globs) -> Vec<String> {
     if allowed.is_empty() {
         return Vec::new();
     }
-    let mut b = GlobSetBuilder::new();
-    for g in allowed {
-        if let Ok(glob) = GlobBuilder::new(g).literal_separator(true).build() {
-            b.add(glob);
-        }
-    }
-    let set = b.build().unwrap_or_else(|_| GlobSet::empty());
-    paths.iter().filter(|p| !set.is_match(p.as_str())).cloned().collect()
+    paths.iter().filter(|p| !allowed.is_match(p.as_str())).cloned().collect()
 }
 
 fn flag(path: String, outside: &[String]) -> String {

@@ -2,9 +2,10 @@
 //! ratio per turn against the denominator that applies, as a small text chart.
 
 use crate::engine::Processed;
-use crate::policy::{self, Figure};
+use crate::policy::{self, Event, Figure, PressurePath};
 use crate::render::escape_controls;
 use crate::tokens;
+use crate::transcript::{RecordKind, Synthetic};
 use std::fmt::Write;
 
 const BAR: usize = 40;
@@ -15,14 +16,14 @@ const MAX_ROWS: usize = 40;
 pub fn decision_report(done: &Processed<'_>) -> String {
     let d = &done.plan.decision;
     let mut out = String::new();
-    let _ = writeln!(out, "path:        {} (denominator: {})", d.path, d.denominator);
+    let _ = writeln!(out, "path:        {} (denominator: {})", d.path.as_str(), d.denominator.as_str());
     let figure = |v: Option<u64>| v.map_or("unknown".to_string(), |n| n.to_string());
     let est = if d.estimated { " (estimated)" } else { "" };
     let _ = writeln!(out, "used:        {}{est}", figure(d.used));
     let _ = writeln!(out, "limit:       {}", figure(d.limit));
     let ratio = d.ratio.map_or("n/a".to_string(), |r| format!("{r:.4}"));
     let _ = writeln!(out, "ratio:       {ratio} (threshold {})", d.threshold);
-    let _ = writeln!(out, "trigger:     {}", d.trigger);
+    let _ = writeln!(out, "trigger:     {}", d.trigger.as_str());
     let _ = writeln!(out, "input:       {}", d.input_format);
     let _ = writeln!(out, "context:     {}", context_line(done));
     let _ = writeln!(out, "action:      {}", d.action.as_str());
@@ -31,7 +32,7 @@ pub fn decision_report(done: &Processed<'_>) -> String {
     } else {
         let _ = writeln!(out, "reasons:");
         for r in &d.reasons {
-            let _ = writeln!(out, "  - {}: {}", r.code, escape_controls(&r.message));
+            let _ = writeln!(out, "  - {}: {}", r.code.as_str(), escape_controls(&r.message));
         }
     }
     if let Some(limit) = d.limit {
@@ -46,10 +47,10 @@ fn context_line(done: &Processed<'_>) -> String {
     let start = policy::context_start(t);
     let n = t.items.len();
     let latest = t.records.iter().rev().find_map(|r| match &r.kind {
-        crate::transcript::RecordKind::Event { name, id } if name == "compaction_completed" => {
+        RecordKind::Event { name, id } if Event::CompactionCompleted.is(name) => {
             Some(format!("compaction {}", id.as_deref().unwrap_or("?")))
         }
-        crate::transcript::RecordKind::Item(i) if t.items[*i].is_synthetic("checkpoint") => {
+        RecordKind::Item(i) if t.items[*i].is_synthetic(Synthetic::Checkpoint) => {
             Some(format!("checkpoint {}", t.items[*i].id))
         }
         _ => None,
@@ -69,8 +70,10 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mark = ((cfg.threshold_bp as usize * BAR) / 10_000).min(BAR);
-    let mut out = format!("\nper turn ({} against {limit}; | marks the threshold):\n", done.plan.decision.denominator);
+    let bp = cfg.threshold.basis_points();
+    let mark = ((bp as usize * BAR) / 10_000).min(BAR);
+    let denominator = done.plan.decision.denominator.as_str();
+    let mut out = format!("\nper turn ({denominator} against {limit}; | marks the threshold):\n");
     let width = rows.iter().map(|(turn, _)| turn.chars().count()).max().unwrap_or(4).min(32);
     for (turn, fig) in rows {
         let filled = ((fig.tokens as u128 * BAR as u128) / limit as u128).min(BAR as u128) as usize;
@@ -78,7 +81,7 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
         if mark < BAR {
             bar[mark] = '|';
         }
-        let over = if policy::reaches(fig.tokens, limit, cfg.threshold_bp) { "  >= threshold" } else { "" };
+        let over = if policy::reaches(fig.tokens, limit, bp) { "  >= threshold" } else { "" };
         let name = escape_controls(&crate::render::cut(&turn, width));
         let _ = writeln!(
             out,
@@ -93,42 +96,21 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
 
 /// The figure at the end of each turn, as it was then: cumulative usage for the agent
 /// runner, occupancy of the context of that moment for the conversation runtime. One
-/// pass over the records.
+/// pass over the records, through the policy's own accumulators.
 fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
     let t = &done.transcript;
-    let conversation = done.plan.decision.path == "conversation";
+    let conversation = done.plan.decision.path == PressurePath::Conversation;
     let turn_of = |i: usize| t.items[i].turn.as_deref().unwrap_or("-");
     let mut rows = Vec::new();
     let mut cumulative = policy::CumulativeUsage::default();
-    let (mut context, mut after_usage) = (0u64, 0u64);
-    let mut last_usage: Option<u64> = None;
+    let mut occupancy = policy::Occupancy::default();
     for r in &t.records {
-        let i = match &r.kind {
-            crate::transcript::RecordKind::Event { name, .. } if name == "compaction_completed" => {
-                (context, last_usage) = (0, None);
-                continue;
-            }
-            crate::transcript::RecordKind::Item(i) => *i,
-            _ => continue,
-        };
-        let item = &t.items[i];
-        if item.is_synthetic("checkpoint") {
-            (context, last_usage) = (item.occupancy_after.unwrap_or(0), None);
-        } else {
-            context += est[i];
-            after_usage += est[i];
-        }
-        cumulative.add(item, est[i]);
-        if let Some(u) = item.usage() {
-            (last_usage, after_usage) = (Some(u.size()), 0);
-        }
+        occupancy.record(t, r, est);
+        let RecordKind::Item(i) = r.kind else { continue };
+        cumulative.add(&t.items[i], est[i]);
         let turn_ends = i + 1 == t.items.len() || turn_of(i + 1) != turn_of(i);
         if turn_ends {
-            let fig = match (conversation, last_usage) {
-                (false, _) => cumulative.figure,
-                (true, Some(u)) => Figure { tokens: u + after_usage, estimated: after_usage > 0 },
-                (true, None) => Figure { tokens: context, estimated: true },
-            };
+            let fig = if conversation { occupancy.figure() } else { cumulative.figure };
             rows.push((turn_of(i).to_string(), fig));
         }
     }

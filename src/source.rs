@@ -58,7 +58,7 @@ pub struct Opened {
 impl Opened {
     /// Opens a file (or a FIFO, or a device) and reads its head.
     pub fn file(path: &Path) -> Result<Opened> {
-        let cannot = |e: io::Error| Error::bad_input(path, format!("cannot read: {e}"));
+        let cannot = |e: io::Error| Error::read(path, e);
         let file = std::fs::File::open(path).map_err(cannot)?;
         let meta = file.metadata().map_err(cannot)?;
         if meta.is_dir() {
@@ -129,11 +129,7 @@ impl Opened {
 }
 
 fn read_error(name: &Path, e: &io::Error) -> Error {
-    if name == Path::new("-") {
-        Error::bad_input(name, format!("cannot read standard input: {e}"))
-    } else {
-        Error::bad_input(name, format!("cannot read: {e}"))
-    }
+    Error::read(name, io::Error::new(e.kind(), e.to_string()))
 }
 
 fn too_large(name: &Path, limit: u64) -> Error {

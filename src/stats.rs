@@ -50,10 +50,10 @@ impl Stats {
         self.tokens_estimated += done.plan.tokens_estimated;
         *self.actions.entry(done.plan.decision.action.as_str()).or_default() += 1;
         for e in done.plan.journal.events() {
-            if e["event"] == "history_fallback_applied" {
+            if e["event"] == crate::policy::Event::HistoryFallbackApplied.as_str() {
                 self.tokens_saved += saved(e, "tokens_before", "tokens_after");
             }
-            if e["event"] == "checkpoint_created" {
+            if e["event"] == crate::policy::Event::CheckpointCreated.as_str() {
                 self.tokens_saved += saved(e, "occupancy_before", "occupancy_after");
             }
         }

@@ -1,7 +1,7 @@
 //! `validate`: every broken invariant of a canonical transcript, with file and line
 //! (SPEC 9). Unlike `run`, it keeps going past a bad line to report all of them.
 
-use crate::transcript::{self, RecordKind, Transcript};
+use crate::transcript::{self, Event, RecordKind, Synthetic, Transcript};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -98,7 +98,7 @@ fn semantic(t: &Transcript<'_>, at: &dyn Fn(usize) -> usize, v: &mut dyn FnMut(u
     let (mut fallbacks, mut reminders) = (0, 0);
     for (i, item) in t.items.iter().enumerate() {
         let line = at(item.record);
-        if item.is_synthetic("history_summary_fallback") {
+        if item.is_synthetic(Synthetic::HistorySummaryFallback) {
             fallbacks += 1;
             if fallbacks > 1 {
                 v(
@@ -108,13 +108,13 @@ fn semantic(t: &Transcript<'_>, at: &dyn Fn(usize) -> usize, v: &mut dyn FnMut(u
                 );
             }
         }
-        if item.is_synthetic("pressure_reminder") {
+        if item.is_synthetic(Synthetic::PressureReminder) {
             reminders += 1;
             if reminders > 1 {
                 v(line, "multiple_reminders", "a second pressure_reminder message; the reminder is one-shot".into());
             }
         }
-        if item.is_synthetic("checkpoint") {
+        if item.is_synthetic(Synthetic::Checkpoint) {
             checkpoint(t, item.record, line, v);
         }
         if let Some(cid) = item.result_call_id() {
@@ -167,10 +167,10 @@ fn never_completed(t: &Transcript<'_>, at: &dyn Fn(usize) -> usize, v: &mut dyn 
     let mut open: Vec<(String, usize, bool)> = Vec::new(); // id, record, items after it
     for (ri, r) in t.records.iter().enumerate() {
         match &r.kind {
-            RecordKind::Event { name, id } if name == "compaction_requested" => {
+            RecordKind::Event { name, id } if Event::CompactionRequested.is(name) => {
                 open.push((id.as_deref().unwrap_or("").to_string(), ri, false))
             }
-            RecordKind::Event { name, id } if name == "compaction_completed" => {
+            RecordKind::Event { name, id } if Event::CompactionCompleted.is(name) => {
                 let id = id.as_deref().unwrap_or("");
                 open.retain(|(o, _, _)| o != id);
             }

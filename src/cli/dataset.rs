@@ -3,9 +3,9 @@
 //! not grow with the number of lines.
 
 use super::inputs::Input;
+use crate::dataset::{process_line, LineOutcome};
 use crate::engine::Settings;
 use crate::error::{Error, Exit, Result};
-use crate::formats::openai::{process_line, LineOutcome};
 use crate::output::OutDir;
 use rayon::prelude::*;
 use std::io::{self, BufRead, Write};
@@ -73,7 +73,7 @@ fn one(
         return match streamed {
             Ok(c) => Ok(Some(c)),
             Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(None),
-            Err(Stop::Write(e)) => Err(Error::Failed(format!("cannot write to standard output: {e}"))),
+            Err(Stop::Write(e)) => Err(Error::stdout(e)),
             Err(Stop::Input(e)) => Err(e),
         };
     };

@@ -9,6 +9,7 @@
 //! the rest of the batch still runs and the exit code says something failed.
 
 use crate::error::{Error, Result};
+use crate::formats::InputFormat;
 use crate::source::Opened;
 use crate::ui;
 use globset::GlobBuilder;
@@ -62,7 +63,7 @@ impl Input {
 
     /// The format `auto` detects from this input's head; the opened input is kept for
     /// the next [`Input::open`].
-    pub fn peek_format(&self) -> Result<&'static str> {
+    pub fn peek_format(&self) -> Result<InputFormat> {
         let opened = self.open()?;
         let format = crate::formats::detect_for(&self.path, opened.head());
         *self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(opened);
@@ -70,20 +71,9 @@ impl Input {
     }
 }
 
-/// The file extensions a directory or glob is searched for, by input format.
-pub fn extensions(format: &str) -> &'static [&'static str] {
-    match format {
-        "swe-agent" => &["traj"],
-        "openhands" => &["json"],
-        // `.json` is left out of `auto`: it would pick up config files beside transcripts.
-        "auto" => &["jsonl", "traj"],
-        _ => &["jsonl"],
-    }
-}
-
 /// Expands the arguments in order; `exclude` (the out-dir) is never read from.
-pub fn expand(args: &[String], format: &str, exclude: Option<&Path>) -> Result<Vec<Input>> {
-    let exts = extensions(format);
+pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> Result<Vec<Input>> {
+    let exts = format.extensions();
     let exclude = exclude.and_then(|p| std::fs::canonicalize(p).ok());
     let mut out = Vec::new();
     for arg in args {
@@ -245,10 +235,10 @@ impl<'a> Walk<'a> {
 /// Dataset mode: `--input-format openai`, or `auto` when the first input starts with a
 /// `{"messages": …}` conversation. One look, not one per file: a batch of 10,000
 /// transcripts is not opened twice, and a pipe's head is kept for its reader.
-pub fn is_dataset(format: &str, inputs: &[Input]) -> bool {
+pub fn is_dataset(format: InputFormat, inputs: &[Input]) -> bool {
     match format {
-        "openai" => true,
-        "auto" => inputs.first().is_some_and(|i| i.peek_format().is_ok_and(|f| f == "openai")),
+        InputFormat::Openai => true,
+        InputFormat::Auto => inputs.first().is_some_and(|i| i.peek_format().is_ok_and(|f| f == InputFormat::Openai)),
         _ => false,
     }
 }

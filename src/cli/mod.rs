@@ -1,24 +1,23 @@
 //! The command line, in one place: clap definitions for every subcommand and the
 //! shared flags. The man page and completions are generated from these definitions.
 
-mod commands;
+mod check;
+mod common;
+mod completions;
+mod config;
 mod dataset;
+mod decide;
 mod inputs;
 mod run;
+mod stats;
+mod validate;
 
-pub use commands::dispatch;
-
+use crate::config::{RuntimeKind, Tokenizer};
+use crate::error::Exit;
+use crate::formats::InputFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{json, Map, Value};
 use std::path::PathBuf;
-
-const EXIT_CODES: &str = "Exit codes:
-    0  success (also when nothing needed compaction, or stdout was closed early)
-    1  check found differences, or validate found violations
-    2  usage error, found before any input is read
-    3  bad input: a transcript or configuration that cannot be read or parsed
-    4  a hook or summarizer failed, a checkpoint was refused, or an input of a batch failed
-  128+N  killed by signal N (130 SIGINT, 143 SIGTERM): re-raised after cleaning up; a batch
-         finishes the files being written (a second signal stops at once); nothing partial is left";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,7 +29,7 @@ const EXIT_CODES: &str = "Exit codes:
 against the task's max_total_tokens), and emits the compacted transcript, the rendered \
 fallback summary, the re-anchor block, a decision and a journal. Same input and configuration, \
 same bytes out.",
-    after_help = EXIT_CODES,
+    after_help = Exit::help_text(),
     propagate_version = true
 )]
 pub struct Cli {
@@ -150,9 +149,9 @@ pub struct ValidateArgs {
     /// Print the violations as a JSON array
     #[arg(long)]
     pub json: bool,
-    /// Input format [auto, rivumi, claude-code, codex, openai, swe-agent, openhands]
-    #[arg(long, value_name = "FORMAT", default_value = "auto")]
-    pub input_format: String,
+    /// Input format
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -190,15 +189,15 @@ pub struct CaseFlags {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct PolicyArgs {
-    /// Input format [auto, rivumi, claude-code, codex, openai, swe-agent, openhands]
-    #[arg(long, value_name = "FORMAT", default_value = "auto")]
-    pub input_format: String,
+    /// Input format
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
     /// A JSON configuration file (layered over the transcript's session record)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Which pressure path applies [runtime.kind]
-    #[arg(long, value_name = "KIND", value_parser = ["conversation", "agent-runner"])]
-    pub runtime: Option<String>,
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub runtime: Option<RuntimeKind>,
     /// The conversation runtime advertises native compaction [runtime.native_compaction]
     #[arg(long, overrides_with = "no_native_compaction")]
     pub native_compaction: bool,
@@ -213,7 +212,7 @@ pub struct PolicyArgs {
     pub max_total_tokens: Option<u64>,
     /// Both paths fire at >= F, in (0, 1] with at most 4 decimals [threshold]
     #[arg(long, value_name = "F", value_parser = parse_threshold_flag)]
-    pub threshold: Option<f64>,
+    pub threshold: Option<crate::config::Threshold>,
     /// A glob of paths the task may edit; repeatable [workspace.allowed_paths]
     #[arg(long = "allow", value_name = "GLOB")]
     pub allow: Vec<String>,
@@ -221,8 +220,8 @@ pub struct PolicyArgs {
     #[arg(long = "verify", value_name = "CMD")]
     pub verify: Vec<String>,
     /// Token estimate where no usage is reported [tokenizer]
-    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "o200k", "cl100k"])]
-    pub tokenizer: Option<String>,
+    #[arg(long, value_name = "NAME", value_enum)]
+    pub tokenizer: Option<Tokenizer>,
     /// Shell command run before a compaction; may deny it [hooks.pre_compact]
     #[arg(long, value_name = "CMD")]
     pub pre_compact_hook: Option<String>,
@@ -240,7 +239,7 @@ pub struct PolicyArgs {
     pub manual: bool,
 }
 
-fn parse_threshold_flag(s: &str) -> Result<f64, String> {
+fn parse_threshold_flag(s: &str) -> Result<crate::config::Threshold, String> {
     let f: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
     // The text itself, too: `0.850000000000000000001` is 0.85 as a float.
     let digits = s.split_once('.').map_or("", |(_, d)| d).trim_end_matches('0');
@@ -248,5 +247,91 @@ fn parse_threshold_flag(s: &str) -> Result<f64, String> {
         return Err(format!("threshold {s} has more than 4 decimals"));
     }
     crate::config::parse_threshold(f, s)?;
-    Ok(f)
+    crate::config::Threshold::new(f)
+}
+
+impl PolicyArgs {
+    /// The configuration layer the flags make: an object of the keys they set. A
+    /// repeated flag builds one list, which replaces the lists of earlier layers.
+    pub fn layer(&self) -> Map<String, Value> {
+        let mut layer = Value::Object(Map::new());
+        let mut set = |key: &str, value: Value| {
+            let mut at = &mut layer;
+            let mut parts = key.split('.').peekable();
+            while let Some(k) = parts.next() {
+                if parts.peek().is_none() {
+                    at[k] = value.clone();
+                } else {
+                    if at.get(k).is_none() {
+                        at[k] = json!({});
+                    }
+                    at = &mut at[k];
+                }
+            }
+        };
+        let p = self;
+        if let Some(r) = p.runtime {
+            set("runtime.kind", json!(r.as_str()));
+        }
+        if p.native_compaction || p.no_native_compaction {
+            set("runtime.native_compaction", json!(p.native_compaction));
+        }
+        if let Some(n) = p.context_window {
+            set("runtime.context_window", json!(n));
+        }
+        if let Some(n) = p.max_total_tokens {
+            set("task.max_total_tokens", json!(n));
+        }
+        if let Some(t) = p.threshold {
+            set("threshold", json!(t.as_f64()));
+        }
+        if let Some(t) = p.tokenizer {
+            set("tokenizer", json!(t.as_str()));
+        }
+        if let Some(c) = &p.pre_compact_hook {
+            set("hooks.pre_compact", json!(c));
+        }
+        if let Some(c) = &p.post_compact_hook {
+            set("hooks.post_compact", json!(c));
+        }
+        if let Some(s) = p.hook_timeout {
+            set("hooks.timeout_secs", json!(s));
+        }
+        if let Some(c) = &p.summarizer {
+            set("summarizer", json!(c));
+        }
+        if !p.allow.is_empty() {
+            set("workspace.allowed_paths", json!(p.allow));
+        }
+        if !p.verify.is_empty() {
+            set("verification", json!(p.verify));
+        }
+        match layer {
+            Value::Object(m) => m,
+            _ => unreachable!("the layer is an object"),
+        }
+    }
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn dispatch(cli: Cli) -> Exit {
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Decide(args) => decide::decide(args),
+        Command::Config(args) => config::config(args),
+        Command::Check(args) => check::check(args),
+        Command::Stats(args) => stats::stats(args),
+        Command::Validate(args) => validate::validate(args),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man => completions::man(),
+    };
+    match result {
+        Ok(code) => code,
+        // A reader that closed stdout early (`head`) is not an error.
+        Err(e) if e.is_closed_pipe() => Exit::Ok,
+        Err(e) => {
+            crate::ui::error(&e.to_string());
+            e.exit()
+        }
+    }
 }

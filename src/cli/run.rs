@@ -1,21 +1,20 @@
 //! `run`: one input to stdout, or many (or an out-dir) as a parallel batch; dataset
 //! mode for OpenAI-format files.
 
-use super::commands::{display, print_warnings, report, settings, stdout_write, warn, with_processed};
+use super::common::{display, print_warnings, settings, stdout_write, with_processed};
 use super::inputs::{self, Input};
 use super::{Emit, RunArgs};
 use crate::engine::{Processed, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::output::{self, OutDir, Output};
-use crate::render::escape_controls;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let settings = settings(&args.policy, args.dry_run)?;
-    let inputs = inputs::expand(&args.inputs, &args.policy.input_format, args.out_dir.as_deref())?;
-    if inputs::is_dataset(&args.policy.input_format, &inputs) {
+    let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
+    if inputs::is_dataset(args.policy.input_format, &inputs) {
         if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
             return Err(Error::Usage("dataset mode (openai) writes conversations only: no --dry-run or --emit".into()));
         }
@@ -24,7 +23,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         }
         let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
         let mut s = settings.clone();
-        s.input_format = "openai".into();
+        s.input_format = crate::formats::InputFormat::Openai;
         return super::dataset::run(&inputs, &s, out.as_ref(), jobs(args.jobs));
     }
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
@@ -44,7 +43,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
             crate::ui::note(&format!("{}: {}", display(input), done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
             let code = stdout_write(|w| emit_to(w, done, emit))?;
-            Ok(if done.plan.refused { Exit::Failed } else { code })
+            Ok(if done.plan.refused() { Exit::Failed } else { code })
         });
     }
     run_batch(&args, &settings, &inputs, out.as_ref())
@@ -83,12 +82,12 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
             if let (Some(out), false) = (out, args.dry_run) {
                 output::write_out_dir(out, &input.out_name, done)?;
             }
-            let line = format!("{}: {}", display(input), escape_controls(&done.plan.decision.one_line()));
+            let line = format!("{}: {}", display(input), done.plan.decision.one_line());
             // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order.
             let mut emitted = Vec::new();
             let emit = args.emit.or(args.dry_run.then_some(Emit::Decision));
             if let Some(e) = emit {
-                emit_to(&mut emitted, done, e).map_err(|e| Error::Failed(e.to_string()))?;
+                emit_to(&mut emitted, done, e).map_err(Error::stdout)?;
             }
             Ok((line, done.warnings.clone(), done.plan.changes(), emitted))
         })
@@ -100,7 +99,7 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
             None => skipped += 1,
             Some(Ok((line, warnings, changed, emitted))) => {
                 stdout_bytes.extend_from_slice(emitted);
-                warnings.iter().for_each(|w| warn(w));
+                warnings.iter().for_each(|w| crate::ui::warn(w));
                 compacted += usize::from(*changed);
                 if inputs.len() == 1 {
                     crate::ui::note(line);
@@ -108,7 +107,7 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
             }
             Some(Err(e)) => {
                 failed += 1;
-                report(&e.to_string());
+                crate::ui::error(&e.to_string());
             }
         }
     }

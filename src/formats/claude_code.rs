@@ -127,7 +127,7 @@ fn blocks(r: &Value) -> Vec<&Value> {
 
 fn boundary_event(r: &Value, n: usize) -> Value {
     let meta = r.get("compactMetadata");
-    json!({"type": "event", "name": "compaction_completed", "id": format!("claude-compact-{n}"),
+    json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(), "id": format!("claude-compact-{n}"),
         "trigger": meta.and_then(|m| m.get("trigger")).cloned().unwrap_or(Value::Null),
         "pre_tokens": meta.and_then(|m| m.get("preTokens")).cloned().unwrap_or(Value::Null),
         "source_uuid": r.get("uuid").cloned().unwrap_or(Value::Null)})

@@ -181,7 +181,7 @@ impl State {
     /// new start of the context.
     fn compacted(&mut self, p: &Value, line: usize) {
         self.compactions += 1;
-        self.out.records.push(json!({"type": "event", "name": "compaction_completed", "id": format!("codex-compact-{}", self.compactions)}));
+        self.out.records.push(json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(), "id": format!("codex-compact-{}", self.compactions)}));
         self.open_assistant = None;
         self.last_assistant = None;
         let history = p.get("replacement_history").and_then(Value::as_array).cloned().unwrap_or_default();

@@ -13,40 +13,83 @@ pub use claude_code::context_window as claude_context_window;
 use crate::error::{Error, Result};
 use std::path::Path;
 
-/// The formats `--input-format` accepts.
-pub const FORMATS: &[&str] = &["auto", "rivumi", "claude-code", "codex", "openai", "swe-agent", "openhands"];
+/// An input format (`--input-format`); `Auto` detects one of the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputFormat {
+    #[default]
+    Auto,
+    Rivumi,
+    ClaudeCode,
+    Codex,
+    Openai,
+    SweAgent,
+    Openhands,
+}
+
+impl InputFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Rivumi => "rivumi",
+            InputFormat::ClaudeCode => "claude-code",
+            InputFormat::Codex => "codex",
+            InputFormat::Openai => "openai",
+            InputFormat::SweAgent => "swe-agent",
+            InputFormat::Openhands => "openhands",
+        }
+    }
+
+    /// The file extensions a directory or glob is searched for.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            InputFormat::SweAgent => &["traj"],
+            InputFormat::Openhands => &["json"],
+            // `.json` is left out of `auto`: it would pick up config files beside transcripts.
+            InputFormat::Auto => &["jsonl", "traj"],
+            _ => &["jsonl"],
+        }
+    }
+}
+
+impl std::fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A transcript in canonical form, with the format it came from and importer warnings.
 pub struct Canonical {
     pub bytes: crate::source::Source,
-    pub format: String,
+    pub format: InputFormat,
     pub warnings: Vec<String>,
 }
 
 /// Turns an input into canonical JSONL. Canonical input is returned as it is (byte
 /// fidelity); `auto` detects the format from the first records.
-pub fn import(raw: crate::source::Source, file: &Path, format: &str) -> Result<Canonical> {
-    let format = if format == "auto" { detect_for(file, &raw) } else { format };
+pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> Result<Canonical> {
+    let format = if format == InputFormat::Auto { detect_for(file, &raw) } else { format };
     let imported = match format {
-        "rivumi" => return Ok(Canonical { bytes: raw, format: "rivumi".into(), warnings: Vec::new() }),
-        "claude-code" => claude_code::import(&raw, file)?,
-        "codex" => codex::import(&raw, file)?,
-        "swe-agent" => swe_agent::import(&raw, file)?,
-        "openhands" => openhands::import(&raw, file)?,
-        "openai" => {
+        InputFormat::Auto | InputFormat::Rivumi => {
+            return Ok(Canonical { bytes: raw, format: InputFormat::Rivumi, warnings: Vec::new() })
+        }
+        InputFormat::ClaudeCode => claude_code::import(&raw, file)?,
+        InputFormat::Codex => codex::import(&raw, file)?,
+        InputFormat::SweAgent => swe_agent::import(&raw, file)?,
+        InputFormat::Openhands => openhands::import(&raw, file)?,
+        InputFormat::Openai => {
             return Err(Error::Usage("openai files are datasets: use `run` (one output line per input line)".into()))
         }
-        other => return Err(Error::bad_input(file, format!("the {other} importer is not available in this version"))),
     };
-    let warnings = imported.warnings(file, format);
-    Ok(Canonical { bytes: imported.to_jsonl().into(), format: format.into(), warnings })
+    let warnings = imported.warnings(file, format.as_str());
+    Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings })
 }
 
 /// Detects the format of a file from its extension (`.traj` is SWE-agent's, whatever
 /// its size) and its head.
-pub fn detect_for(path: &Path, head: &[u8]) -> &'static str {
+pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
     if path.extension().is_some_and(|e| e == "traj") {
-        return "swe-agent";
+        return InputFormat::SweAgent;
     }
     detect(head)
 }
@@ -54,38 +97,38 @@ pub fn detect_for(path: &Path, head: &[u8]) -> &'static str {
 /// Detects the format from the first non-blank record. `raw` may be only the head of
 /// the input, cut anywhere: a first record longer than the head is judged by the keys
 /// that came before the cut.
-pub fn detect(raw: &[u8]) -> &'static str {
+pub fn detect(raw: &[u8]) -> InputFormat {
     let text = String::from_utf8_lossy(&raw[..raw.len().min(crate::source::SNIFF_BYTES)]);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.starts_with('[') {
-        return "openhands";
+        return InputFormat::Openhands;
     }
     let Some(first) = trimmed.lines().find(|l| !l.trim().is_empty()) else {
-        return "rivumi";
+        return InputFormat::Rivumi;
     };
     if first.trim() == "{" {
         // A pretty-printed JSON document: SWE-agent trajectories and OpenHands dumps.
         return if trimmed.contains("\"history\"") && trimmed.contains("\"tool_call_ids\"") {
-            "swe-agent"
+            InputFormat::SweAgent
         } else if trimmed.contains("\"history\"") {
-            "openhands"
+            InputFormat::Openhands
         } else {
-            "rivumi"
+            InputFormat::Rivumi
         };
     }
     let record = FirstRecord::read(first);
     let has = |k: &str| record.keys.iter().any(|x| x == k);
     let ty = record.ty.as_deref().unwrap_or("");
     if has("payload") && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty) {
-        return "codex";
+        return InputFormat::Codex;
     }
     if has("sessionId") || has("parentUuid") || ["file-history-snapshot", "queue-operation", "summary"].contains(&ty) {
-        return "claude-code";
+        return InputFormat::ClaudeCode;
     }
     if record.ty.is_none() && has("messages") {
-        return "openai";
+        return InputFormat::Openai;
     }
-    "rivumi"
+    InputFormat::Rivumi
 }
 
 /// The top-level keys of a record and its `type`, as far as the text goes: keys are
@@ -137,16 +180,22 @@ impl<'de> serde::de::Visitor<'de> for KeySeed<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::detect;
+    use super::{detect, InputFormat};
 
     #[test]
     fn a_first_record_longer_than_the_head_is_still_detected() {
         let long = "x".repeat(crate::source::SNIFF_BYTES * 2);
         let cases = [
-            (format!(r#"{{"parentUuid":null,"sessionId":"s","message":{{"content":"{long}"}}}}"#), "claude-code"),
-            (format!(r#"{{"timestamp":"t","type":"response_item","payload":{{"text":"{long}"}}}}"#), "codex"),
-            (format!(r#"{{"messages":[{{"role":"user","content":"{long}"}}]}}"#), "openai"),
-            (format!(r#"{{"type":"message","id":"m","content":"{long}"}}"#), "rivumi"),
+            (
+                format!(r#"{{"parentUuid":null,"sessionId":"s","message":{{"content":"{long}"}}}}"#),
+                InputFormat::ClaudeCode,
+            ),
+            (
+                format!(r#"{{"timestamp":"t","type":"response_item","payload":{{"text":"{long}"}}}}"#),
+                InputFormat::Codex,
+            ),
+            (format!(r#"{{"messages":[{{"role":"user","content":"{long}"}}]}}"#), InputFormat::Openai),
+            (format!(r#"{{"type":"message","id":"m","content":"{long}"}}"#), InputFormat::Rivumi),
         ];
         for (text, want) in cases {
             assert_eq!(detect(text.as_bytes()), want);

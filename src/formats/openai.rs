@@ -2,16 +2,13 @@
 //! `{"messages":[…]}`. Dataset mode: every line is compacted on its own and gives
 //! exactly one output line, in the same format and order.
 
-use crate::engine::{self, Processed, Settings};
-use crate::error::{Error, Result};
-use serde_json::{json, Map, Value};
-use std::path::Path;
+use serde_json::{json, Value};
 
 /// Injected messages carry `name: "rivumi-<kind>"` (a field the chat format allows), so
 /// a second run recognises them.
-const NAME_PREFIX: &str = "rivumi-";
+pub const NAME_PREFIX: &str = "rivumi-";
 
-/// The canonical form of one dataset line, and its original messages by item.
+/// The canonical form of one dataset line; item `m<k>` is message `k` of the line.
 pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
     let messages =
         line.get("messages").and_then(Value::as_array).ok_or("expected an object with a \"messages\" array")?;
@@ -83,96 +80,4 @@ fn usage(u: &Value) -> Value {
     let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
     json!({"input_tokens": n(u.get("prompt_tokens")).saturating_sub(cached), "cache_read_tokens": cached,
         "cache_write_tokens": 0, "output_tokens": n(u.get("completion_tokens"))})
-}
-
-/// The output line for a processed conversation: kept messages as they were, injected
-/// ones as user messages named `rivumi-<kind>`. Walks the plan directly (no
-/// re-serialization of the kept messages).
-pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
-    let originals = line.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    let (t, plan) = (&done.transcript, &done.plan);
-    let removed: std::collections::HashSet<usize> = plan.removed.iter().copied().collect();
-    let mut messages = Vec::with_capacity(originals.len() + plan.appended.len() + 1);
-    for (ri, r) in t.records.iter().enumerate() {
-        if let Some(i) = r.kind_item().filter(|i| !removed.contains(i)) {
-            let k = t.items[i].id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok());
-            messages.extend(k.and_then(|k| originals.get(k)).cloned());
-        }
-        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            messages.push(chat_message(injected));
-        }
-    }
-    messages.extend(plan.appended.iter().map(|a| chat_message(a)));
-    let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
-    out.insert("messages".into(), Value::Array(messages));
-    Value::Object(out)
-}
-
-/// An injected canonical record as a chat message.
-fn chat_message(record: &str) -> Value {
-    let v: Value = serde_json::from_str(record).unwrap_or(Value::Null);
-    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note");
-    json!({"role": "user", "name": format!("{NAME_PREFIX}{kind}"), "content": v.get("content").cloned().unwrap_or(json!(""))})
-}
-
-/// What happened to one dataset line.
-pub enum LineOutcome {
-    /// Compacted: the new line.
-    Changed(String),
-    Unchanged,
-    /// A bad line: echoed unchanged, reported with this message.
-    Bad(String),
-}
-
-/// Processes one dataset line (without its terminator).
-pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings) -> Result<LineOutcome> {
-    if text.trim().is_empty() {
-        return Ok(LineOutcome::Unchanged);
-    }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            let (column, msg) = crate::error::serde_position(&e, text);
-            return Ok(LineOutcome::Bad(format!("{}:{line_no}:{column}: {msg}", file.display())));
-        }
-    };
-    let canonical = match to_canonical(&value) {
-        Ok(c) => c,
-        Err(m) => return Ok(LineOutcome::Bad(format!("{}:{line_no}:1: {m}", file.display()))),
-    };
-    let name = Path::new("line");
-    let done = match engine::process(&canonical, name, settings) {
-        Ok(d) => d,
-        Err(Error::Failed(m)) => return Err(Error::Failed(m)),
-        Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
-    };
-    if !done.plan.changes() {
-        return Ok(LineOutcome::Unchanged);
-    }
-    Ok(LineOutcome::Changed(from_plan(&value, &done).to_string()))
-}
-
-/// Adds one dataset line to `stats`; a bad line counts as failed and returns its message.
-pub fn add_line_stats(
-    text: &str,
-    file: &Path,
-    line_no: usize,
-    settings: &Settings,
-    stats: &mut crate::stats::Stats,
-) -> Option<String> {
-    if text.trim().is_empty() {
-        return None;
-    }
-    let result = serde_json::from_str::<Value>(text)
-        .map_err(|e| e.to_string())
-        .and_then(|v| to_canonical(&v))
-        .and_then(|canonical| {
-            let done = engine::process(&canonical, Path::new("line"), settings).map_err(|e| e.to_string())?;
-            stats.add(&done);
-            Ok(())
-        });
-    result.err().map(|m| {
-        stats.failed += 1;
-        format!("{}:{line_no}: {m}", file.display())
-    })
 }

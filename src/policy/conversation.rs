@@ -1,94 +1,101 @@
 //! The conversation runtime (SPEC 3, 6): auto-compaction against the context window,
 //! the native request/completion lifecycle, and the local semantic checkpoint.
 
-use super::{base_decision, gate, last_input_turn, summary_text, threshold_event, Action, Figure, Plan, Reason};
-use super::{injected, injected_record, occupancy, reaches, Options};
-use crate::config::{Config, RuntimeKind};
+use super::{base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Journal, Options};
+use super::{occupancy, reaches, Figure, PressurePath, Proposal, Reason, ReasonCode, Replacement};
+use crate::config::{Config, Tokenizer};
 use crate::render;
 use crate::tokens;
-use crate::transcript::{RecordKind, Role, Transcript};
-use serde_json::{json, Map};
+use crate::transcript::{RecordKind, Role, Synthetic, Transcript};
+use serde_json::{json, Map, Value};
 
-pub(super) fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Plan {
+pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Proposal {
     let fig = occupancy(t, est);
-    let window = cfg.context_window;
-    let mut plan = Plan::new(base_decision(RuntimeKind::Conversation, cfg, opts, fig, window));
-    let fired = window.is_some_and(|w| reaches(fig.tokens, w, cfg.threshold_bp));
-    threshold_event(&mut plan, fired);
+    let window = cfg.runtime.context_window;
+    let mut p = Proposal::new(base_decision(PressurePath::Conversation, cfg, opts, fig, window), cfg, est);
+    let fired = window.is_some_and(|w| reaches(fig.tokens, w, cfg.threshold.basis_points()));
+    threshold_event(&mut p.plan.journal, &p.plan.decision, fired);
     let life = lifecycle(t);
     if let Some(id) = &life.completed_without_post_hook {
-        plan.journal.push("compaction_completed", json!({"id": id}));
-        plan.completed_lifecycle = Some(id.clone());
+        p.plan.journal.push(Event::CompactionCompleted, json!({"id": id}));
+        p.plan.completed_lifecycle = Some(id.clone());
     }
-    let reasons = &mut plan.decision.reasons;
-    if !cfg.native_compaction && !opts.manual {
+    let reasons = &mut p.plan.decision.reasons;
+    if !cfg.runtime.native_compaction && !opts.manual {
         reasons.push(Reason::new(
-            "native_compaction_not_advertised",
+            ReasonCode::NativeCompactionNotAdvertised,
             "the conversation runtime does not advertise native compaction, so it never auto-compacts",
         ));
     }
     if window.is_none() && !opts.manual {
-        reasons.push(Reason::new("context_window_unknown", "runtime.context_window is not set"));
+        reasons.push(Reason::new(ReasonCode::ContextWindowUnknown, "runtime.context_window is not set"));
     }
     if let (Some(w), false, false) = (window, fired, opts.manual) {
         reasons.push(Reason::new(
-            "below_threshold",
+            ReasonCode::BelowThreshold,
             format!(
                 "occupancy {} of the {w}-token context window is below the threshold {}",
                 fig.tokens,
-                cfg.threshold()
+                cfg.threshold.as_f64()
             ),
         ));
     }
     if !t.ends_on_completed_turn() {
         reasons.push(Reason::new(
-            "turn_in_progress",
+            ReasonCode::TurnInProgress,
             "the transcript does not end on a completed turn; compaction is serialized with turns",
         ));
     }
     if let Some(id) = &life.pending {
         reasons.push(Reason::new(
-            "compaction_pending",
+            ReasonCode::CompactionPending,
             format!("compaction request {id} has no compaction_completed event yet"),
         ));
     }
-    if !plan.decision.reasons.is_empty() {
-        return plan;
+    if !p.plan.decision.reasons.is_empty() {
+        return p;
     }
-    if !gate(&mut plan, cfg, opts, "compaction") {
-        return plan;
-    }
-    if cfg.native_compaction {
-        request(t, cfg, &mut plan, life.requests + 1);
+    let proposed = if cfg.runtime.native_compaction {
+        Some(request(t, cfg, life.requests + 1, p.plan.decision.trigger))
     } else {
-        checkpoint(t, cfg, opts, est, fig, &mut plan);
+        checkpoint(t, cfg, est, fig, &mut p.plan.decision.reasons)
+    };
+    if let Some((c, action)) = proposed {
+        p.plan.decision.action = action;
+        p.plan.decision.reanchor_injected = true;
+        p.compaction = Some(c);
     }
-    plan
+    p
 }
 
-/// Native support: append the request event and the pending conversation re-anchor.
-fn request(t: &Transcript<'_>, cfg: &Config, plan: &mut Plan, n: usize) {
+/// Native support: the request event and the pending conversation re-anchor.
+fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) -> (Compaction, Action) {
     let id = format!("compaction-{n}");
-    let event = json!({"type": "event", "name": "compaction_requested", "id": id, "trigger": plan.decision.trigger});
-    plan.appended.push(event.to_string());
-    plan.journal.push("compaction_requested", json!({"id": id}));
-    plan.decision.action = Action::NativeCompactionRequested;
-    conversation_reanchor(t, cfg, plan);
+    let event = json!({"type": "event", "name": Event::CompactionRequested.as_str(), "id": id, "trigger": trigger});
+    let mut journal = Journal::default();
+    journal.push(Event::CompactionRequested, json!({"id": id}));
+    let (record, text) = conversation_reanchor(t, cfg, &mut journal);
+    let c = Compaction {
+        removed: Vec::new(),
+        replacement: None,
+        appended: vec![event.to_string(), record],
+        journal,
+        summary_text: None,
+        reanchor_text: Some(text),
+        what: "compaction",
+    };
+    (c, Action::NativeCompactionRequested)
 }
 
-fn conversation_reanchor(t: &Transcript<'_>, cfg: &Config, plan: &mut Plan) {
+fn conversation_reanchor(t: &Transcript<'_>, cfg: &Config, journal: &mut Journal) -> (String, String) {
     let facts = crate::reanchor::gather(t, cfg);
-    let text = render::render_reanchor(&facts, true, cfg.reanchor_max_entries, cfg.reanchor_max_chars);
-    let mut own = Map::new();
-    own.insert("variant".into(), json!("conversation"));
-    plan.appended.push(injected("reanchor", &last_input_turn(t), own, text.clone()));
-    plan.reanchor_text = Some(text);
-    plan.decision.reanchor_injected = true;
-    plan.journal.push("reanchor_injected", json!({"variant": "conversation", "pending": true}));
+    let text = render::render_reanchor(&facts, true, cfg.reanchor.max_entries, cfg.reanchor.max_chars);
+    journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::Conversation.as_str(), "pending": true}));
+    (injected::reanchor(t, &text, PressurePath::Conversation), text)
 }
 
-/// Which items a checkpoint removes: the non-system input items of the current context
-/// before the latest `retain_turns` turns.
+/// Which items a checkpoint removes and which it retains: the non-system input items
+/// of the current context, split before the latest `retain_turns` turns.
 pub fn checkpoint_span(t: &Transcript<'_>, retain_turns: usize) -> (Vec<usize>, Vec<usize>) {
     let start = super::context_start(t);
     let candidates: Vec<usize> = (start..t.items.len())
@@ -112,15 +119,77 @@ pub fn checkpoint_span(t: &Transcript<'_>, retain_turns: usize) -> (Vec<usize>, 
     (candidates[..cut].to_vec(), candidates[cut..].to_vec())
 }
 
+/// A local checkpoint before its summary text is final (the user's summarizer may
+/// write it): everything but the text is measured once, here.
+#[derive(Debug, Clone)]
+pub(super) struct CheckpointDraft {
+    n: usize,
+    first_turn: Option<String>,
+    summarized: Vec<String>,
+    retained: Vec<String>,
+    /// The occupancy the decision used, and the estimate of the removed items.
+    before: u64,
+    removed_estimate: u64,
+    /// The record the checkpoint is written after (the last removed one).
+    at: usize,
+    pub(super) text: String,
+}
+
+/// A finished checkpoint.
+pub(super) struct CheckpointDone {
+    pub at: usize,
+    pub record: String,
+    pub text: String,
+    /// The journal's `checkpoint_created` fields.
+    pub event: Value,
+}
+
+impl CheckpointDraft {
+    /// The record, or the reason the checkpoint is refused (SPEC 6: the turn sets must
+    /// be disjoint and occupancy must not grow).
+    pub(super) fn finish(self, tokenizer: Tokenizer) -> Result<CheckpointDone, Reason> {
+        let (before, n) = (self.before, self.n);
+        // The estimate counts model-visible text, so the checkpoint weighs its content.
+        let after = (before + tokens::count_text(&self.text, tokenizer)).saturating_sub(self.removed_estimate);
+        let overlap: Vec<&str> =
+            self.summarized.iter().filter(|s| self.retained.contains(s)).map(String::as_str).collect();
+        if !overlap.is_empty() || after > before {
+            let why = if overlap.is_empty() {
+                format!("occupancy would grow from {before} to {after}")
+            } else {
+                format!("summarized and retained turn ids overlap ({})", overlap.join(", "))
+            };
+            return Err(Reason::new(ReasonCode::CheckpointRefused, format!("the local checkpoint was refused: {why}")));
+        }
+        let id = format!("rivumi:checkpoint-{n}");
+        let mut own = Map::new();
+        own.insert("summarized_turn_ids".into(), json!(self.summarized));
+        own.insert("retained_turn_ids".into(), json!(self.retained));
+        own.insert("occupancy_before".into(), json!(before));
+        own.insert("occupancy_after".into(), json!(after));
+        let record = injected::with_id(&id, Synthetic::Checkpoint, &self.first_turn, own, self.text.clone());
+        let event = json!({"id": id, "summarized_turn_ids": self.summarized, "retained_turn_ids": self.retained,
+            "occupancy_before": before, "occupancy_after": after});
+        Ok(CheckpointDone { at: self.at, record, text: self.text, event })
+    }
+}
+
 /// Without native support: a local semantic checkpoint (SPEC 6).
-fn checkpoint(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig: Figure, plan: &mut Plan) {
-    let (removed, retained) = checkpoint_span(t, cfg.retain_turns);
+fn checkpoint(
+    t: &Transcript<'_>,
+    cfg: &Config,
+    est: &[u64],
+    fig: Figure,
+    reasons: &mut Vec<Reason>,
+) -> Option<(Compaction, Action)> {
+    let retain = cfg.checkpoint.retain_turns;
+    let (removed, retained) = checkpoint_span(t, retain);
     if removed.is_empty() {
-        plan.decision.reasons.push(Reason::new(
-            "not_enough_history",
-            format!("nothing before the latest {} turn(s) to checkpoint", cfg.retain_turns),
+        reasons.push(Reason::new(
+            ReasonCode::NotEnoughHistory,
+            format!("nothing before the latest {retain} turn(s) to checkpoint"),
         ));
-        return;
+        return None;
     }
     let turn_ids = |items: &[usize]| -> Vec<String> {
         let mut ids: Vec<String> = Vec::new();
@@ -132,54 +201,28 @@ fn checkpoint(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], fig
         }
         ids
     };
-    let summarized = turn_ids(&removed);
-    let kept = turn_ids(&retained);
-    let text = opts.checkpoint_summary.clone().unwrap_or_else(|| summary_text(t, &removed, cfg));
-    let n = t.items.iter().filter(|i| i.is_synthetic("checkpoint")).count() + 1;
-    let before = fig.tokens;
-    let removed_est: u64 = removed.iter().map(|&i| est[i]).sum();
-    let mut own = Map::new();
-    own.insert("summarized_turn_ids".into(), json!(summarized));
-    own.insert("retained_turn_ids".into(), json!(kept));
-    own.insert("occupancy_before".into(), json!(before));
-    own.insert("occupancy_after".into(), json!(0));
-    let first_turn = t.items[removed[0]].turn.as_deref().map(str::to_string);
-    // The estimate counts model-visible text, so the checkpoint weighs its content.
-    let after = (before + tokens::count_text(&text, cfg.tokenizer)).saturating_sub(removed_est);
-    let overlap: Vec<&String> = summarized.iter().filter(|s| kept.contains(s)).collect();
-    if !overlap.is_empty() || after > before {
-        let why = if overlap.is_empty() {
-            format!("occupancy would grow from {before} to {after}")
-        } else {
-            format!(
-                "summarized and retained turn ids overlap ({})",
-                overlap.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            )
-        };
-        plan.decision
-            .reasons
-            .push(Reason::new("checkpoint_refused", format!("the local checkpoint was refused: {why}")));
-        plan.refused = true;
-        return;
-    }
-    own.insert("occupancy_after".into(), json!(after));
-    let record = checkpoint_record(n, &first_turn, own, text.clone());
-    plan.journal.push(
-        "checkpoint_created",
-        json!({"id": format!("rivumi:checkpoint-{n}"), "summarized_turn_ids": summarized, "retained_turn_ids": kept,
-            "occupancy_before": before, "occupancy_after": after}),
-    );
-    let last = *removed.last().expect("removed is not empty");
-    plan.replacement = Some((t.items[last].record, record));
-    plan.removed = removed;
-    plan.summary_text = Some(text);
-    plan.decision.action = Action::LocalCheckpoint;
-    conversation_reanchor(t, cfg, plan);
-}
-
-/// The checkpoint record: `synthetic` is `checkpoint`, the id is `rivumi:checkpoint-N`.
-fn checkpoint_record(n: usize, turn: &Option<String>, own: Map<String, serde_json::Value>, content: String) -> String {
-    injected_record(&format!("rivumi:checkpoint-{n}"), "checkpoint", turn, own, content)
+    let draft = CheckpointDraft {
+        n: t.items.iter().filter(|i| i.is_synthetic(Synthetic::Checkpoint)).count() + 1,
+        first_turn: t.items[removed[0]].turn.as_deref().map(str::to_string),
+        summarized: turn_ids(&removed),
+        retained: turn_ids(&retained),
+        before: fig.tokens,
+        removed_estimate: removed.iter().map(|&i| est[i]).sum(),
+        at: t.items[*removed.last().expect("removed is not empty")].record,
+        text: fallback::summary_text(t, &removed, cfg),
+    };
+    let mut journal = Journal::default();
+    let (record, text) = conversation_reanchor(t, cfg, &mut journal);
+    let c = Compaction {
+        removed,
+        replacement: Some(Replacement::Checkpoint(draft)),
+        appended: vec![record],
+        journal,
+        summary_text: None,
+        reanchor_text: Some(text),
+        what: "compaction",
+    };
+    Some((c, Action::LocalCheckpoint))
 }
 
 /// Native compaction requests in a transcript.
@@ -194,17 +237,17 @@ fn lifecycle(t: &Transcript<'_>) -> Lifecycle {
     for r in &t.records {
         let RecordKind::Event { name, id } = &r.kind else { continue };
         let id = id.as_deref().unwrap_or("").to_string();
-        match name.as_ref() {
-            "compaction_requested" => {
+        match Event::parse(name) {
+            Some(Event::CompactionRequested) => {
                 life.requests += 1;
                 life.pending = Some(id);
                 life.completed_without_post_hook = None;
             }
-            "compaction_completed" if life.pending.as_deref() == Some(id.as_str()) => {
+            Some(Event::CompactionCompleted) if life.pending.as_deref() == Some(id.as_str()) => {
                 life.pending = None;
                 life.completed_without_post_hook = Some(id);
             }
-            "post_compact_hook" if life.completed_without_post_hook.as_deref() == Some(id.as_str()) => {
+            Some(Event::PostCompactHook) if life.completed_without_post_hook.as_deref() == Some(id.as_str()) => {
                 life.completed_without_post_hook = None;
             }
             _ => {}

@@ -1,6 +1,8 @@
 //! The decision record (SPEC 3): what was measured, against which denominator, what
-//! was done and every reason an action was stopped or limited.
+//! was done and every reason an action was stopped or limited. Every closed set here is
+//! an enum whose serialized name is written once.
 
+use crate::formats::InputFormat;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -14,6 +16,14 @@ pub enum Action {
 }
 
 impl Action {
+    pub const ALL: [Action; 5] = [
+        Action::None,
+        Action::PressureReminder,
+        Action::HistoryFallback,
+        Action::NativeCompactionRequested,
+        Action::LocalCheckpoint,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Action::None => "none",
@@ -25,45 +35,132 @@ impl Action {
     }
 }
 
-/// A documented reason code and a sentence for people.
+/// Which pressure path applies (also the re-anchor's `variant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PressurePath {
+    Conversation,
+    AgentRunner,
+}
+
+impl PressurePath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PressurePath::Conversation => "conversation",
+            PressurePath::AgentRunner => "agent-runner",
+        }
+    }
+
+    /// The denominator this path compares with; the two never share one.
+    pub fn denominator(self) -> Denominator {
+        match self {
+            PressurePath::Conversation => Denominator::ContextWindow,
+            PressurePath::AgentRunner => Denominator::MaxTotalTokens,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Denominator {
+    ContextWindow,
+    MaxTotalTokens,
+}
+
+impl Denominator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Denominator::ContextWindow => "context_window",
+            Denominator::MaxTotalTokens => "max_total_tokens",
+        }
+    }
+}
+
+/// Whether the user asked for compaction (`--manual`, like `/compact`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    Auto,
+    Manual,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+macro_rules! reason_codes {
+    ($($variant:ident => $code:literal, $meaning:literal;)*) => {
+        /// A documented reason code (SPEC 3).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ReasonCode { $($variant),* }
+
+        impl ReasonCode {
+            pub const ALL: &'static [ReasonCode] = &[$(ReasonCode::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(ReasonCode::$variant => $code),* }
+            }
+
+            /// What the code means (README and man page list them).
+            pub fn meaning(self) -> &'static str {
+                match self { $(ReasonCode::$variant => $meaning),* }
+            }
+        }
+    };
+}
+
+reason_codes! {
+    NativeCompactionNotAdvertised => "native_compaction_not_advertised",
+        "conversation runtime without native compaction: it never auto-compacts";
+    ContextWindowUnknown => "context_window_unknown", "conversation runtime without a known context window";
+    MaxTotalTokensUnknown => "max_total_tokens_unknown", "agent runner without a task budget";
+    BelowThreshold => "below_threshold", "usage is below the threshold of the denominator that applies";
+    TurnInProgress => "turn_in_progress", "the transcript does not end on a completed turn";
+    CompactionPending => "compaction_pending", "an earlier compaction request has not completed";
+    ReminderAlreadyInjected => "reminder_already_injected",
+        "the one-shot pressure reminder is already in the transcript";
+    FallbackAlreadyApplied => "fallback_already_applied", "the history fallback runs at most once per transcript";
+    NotEnoughHistory => "not_enough_history",
+        "fewer eligible items than fallback.min_eligible after extending the boundary";
+    DeniedByHook => "denied_by_hook", "the pre-compact hook denied the compaction";
+    CheckpointRefused => "checkpoint_refused", "a local checkpoint would break its invariants";
+}
+
+impl Serialize for ReasonCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A reason code and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
-    pub code: &'static str,
+    pub code: ReasonCode,
     pub message: String,
 }
 
 impl Reason {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ReasonCode, message: impl Into<String>) -> Self {
         Reason { code, message: message.into() }
     }
 }
 
-/// Every reason code the tool emits, with what it means (README and man page list them).
-pub const REASON_CODES: &[(&str, &str)] = &[
-    ("native_compaction_not_advertised", "conversation runtime without native compaction: it never auto-compacts"),
-    ("context_window_unknown", "conversation runtime without a known context window"),
-    ("max_total_tokens_unknown", "agent runner without a task budget"),
-    ("below_threshold", "usage is below the threshold of the denominator that applies"),
-    ("turn_in_progress", "the transcript does not end on a completed turn"),
-    ("compaction_pending", "an earlier compaction request has not completed"),
-    ("reminder_already_injected", "the one-shot pressure reminder is already in the transcript"),
-    ("fallback_already_applied", "the history fallback runs at most once per transcript"),
-    ("not_enough_history", "fewer eligible items than fallback.min_eligible after extending the boundary"),
-    ("denied_by_hook", "the pre-compact hook denied the compaction"),
-    ("checkpoint_refused", "a local checkpoint would break its invariants"),
-];
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Decision {
-    pub path: &'static str,
-    pub denominator: &'static str,
+    pub path: PressurePath,
+    pub denominator: Denominator,
     pub used: Option<u64>,
     pub limit: Option<u64>,
     pub ratio: Option<f64>,
     pub threshold: f64,
     pub estimated: bool,
-    pub input_format: String,
-    pub trigger: &'static str,
+    pub input_format: InputFormat,
+    pub trigger: Trigger,
     pub action: Action,
     pub reminder_injected: bool,
     pub fallback_applied: bool,
@@ -72,21 +169,22 @@ pub struct Decision {
 }
 
 impl Decision {
-    pub fn has_reason(&self, code: &str) -> bool {
+    pub fn has_reason(&self, code: ReasonCode) -> bool {
         self.reasons.iter().any(|r| r.code == code)
     }
 
     /// One line for people (stderr of `run`).
     pub fn one_line(&self) -> String {
+        let denominator = self.denominator.as_str();
         let figure = match (self.used, self.limit) {
-            (Some(u), Some(l)) => format!("{u}/{l} tokens of {}", self.denominator),
-            (Some(u), None) => format!("{u} tokens, {} unknown", self.denominator),
-            _ => format!("{} unknown", self.denominator),
+            (Some(u), Some(l)) => format!("{u}/{l} tokens of {denominator}"),
+            (Some(u), None) => format!("{u} tokens, {denominator} unknown"),
+            _ => format!("{denominator} unknown"),
         };
         let ratio = self.ratio.map_or(String::new(), |r| format!(" (ratio {r:.4}, threshold {})", self.threshold));
         let est = if self.estimated { ", estimated" } else { "" };
-        let reasons: Vec<&str> = self.reasons.iter().map(|r| r.code).collect();
+        let reasons: Vec<&str> = self.reasons.iter().map(|r| r.code.as_str()).collect();
         let why = if reasons.is_empty() { String::new() } else { format!(" [{}]", reasons.join(", ")) };
-        format!("{}: {figure}{ratio}{est} -> {}{why}", self.path, self.action.as_str())
+        format!("{}: {figure}{ratio}{est} -> {}{why}", self.path.as_str(), self.action.as_str())
     }
 }

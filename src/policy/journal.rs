@@ -1,5 +1,6 @@
 //! The journal (SPEC 8): ordered events, numbered from 0, with no clock and no paths.
 
+pub use crate::transcript::Event;
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, Default)]
@@ -9,18 +10,31 @@ pub struct Journal {
 
 impl Journal {
     /// Appends an event; `fields` is a JSON object whose keys follow `seq` and `event`.
-    pub fn push(&mut self, event: &str, fields: Value) {
+    pub fn push(&mut self, event: Event, fields: Value) {
         let mut obj = Map::new();
         obj.insert("seq".into(), Value::from(self.events.len()));
-        obj.insert("event".into(), Value::from(event));
+        obj.insert("event".into(), Value::from(event.as_str()));
         if let Value::Object(f) = fields {
             obj.extend(f);
         }
         self.events.push(Value::Object(obj));
     }
 
+    /// Appends another journal's events, renumbered.
+    pub fn extend(&mut self, other: Journal) {
+        for mut e in other.events {
+            e["seq"] = Value::from(self.events.len());
+            self.events.push(e);
+        }
+    }
+
     pub fn events(&self) -> &[Value] {
         &self.events
+    }
+
+    /// The events of one kind.
+    pub fn of(&self, event: Event) -> impl Iterator<Item = &Value> {
+        self.events.iter().filter(move |e| e["event"] == event.as_str())
     }
 
     /// JSON Lines, one event per line.

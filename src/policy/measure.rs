@@ -1,7 +1,8 @@
 //! The two figures the paths compare (SPEC 3): cumulative task usage for the agent
 //! runner, context occupancy for the conversation runtime.
 
-use crate::transcript::{RecordKind, Role, Transcript};
+use super::Event;
+use crate::transcript::{RecordKind, Role, Synthetic, Transcript};
 
 /// A token figure and whether any part of it was estimated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,9 +58,9 @@ pub fn context_start(t: &Transcript<'_>) -> usize {
     let mut seen = 0;
     for r in &t.records {
         match &r.kind {
-            RecordKind::Event { name, .. } if name == "compaction_completed" => start = seen,
+            RecordKind::Event { name, .. } if Event::CompactionCompleted.is(name) => start = seen,
             RecordKind::Item(i) => {
-                if t.items[*i].is_synthetic("checkpoint") {
+                if t.items[*i].is_synthetic(Synthetic::Checkpoint) {
                     start = *i;
                 }
                 seen = i + 1;
@@ -70,27 +71,64 @@ pub fn context_start(t: &Transcript<'_>) -> usize {
     start
 }
 
-/// Occupancy: the last usage reported after the context start plus the estimate of
-/// the items after it; with no such usage, the estimate of the whole current context.
+/// Occupancy (SPEC 3): the last usage reported in the current context plus the
+/// estimate of the items after it; with no such usage, the estimate of the current
+/// context (after a checkpoint: its `occupancy_after` plus what came after the records
+/// injected with it, since usage on the retained turns was reported before it existed).
 pub fn occupancy(t: &Transcript<'_>, est: &[u64]) -> Figure {
-    let start = context_start(t);
-    // A checkpoint is written before the turns it retains, so usage on those turns was
-    // reported before it existed: only usage after the records injected with it counts.
-    let trusted_from = if t.items.get(start).is_some_and(|i| i.is_synthetic("checkpoint")) {
-        (start..t.items.len()).rev().find(|&i| !t.items[i].is_input()).map_or(start, |i| i + 1)
-    } else {
-        start
-    };
-    let last_usage = (trusted_from..t.items.len()).rev().find(|&i| t.items[i].usage().is_some());
-    match last_usage {
-        Some(i) => {
-            let after: u64 = est[i + 1..].iter().sum();
-            Figure { tokens: t.items[i].usage().map_or(0, |u| u.size()).saturating_add(after), estimated: after > 0 }
+    let mut acc = Occupancy::default();
+    for r in &t.records {
+        acc.record(t, r, est);
+    }
+    acc.figure()
+}
+
+/// Occupancy record by record, for callers that need it along the way (`decide`'s
+/// per-turn chart, replay) as well as at the end: the one implementation of the rule.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Occupancy {
+    /// The estimate of the current context so far.
+    context: u64,
+    /// Whether the current context starts at a checkpoint, and its `occupancy_after`.
+    checkpointed: bool,
+    base: Option<u64>,
+    /// After a checkpoint: the estimate since the last injected record.
+    trusted: u64,
+    /// The last usage that counts, and the estimate of the items after it.
+    last_usage: Option<u64>,
+    after_usage: u64,
+}
+
+impl Occupancy {
+    /// Takes in the next record.
+    pub fn record(&mut self, t: &Transcript<'_>, r: &crate::transcript::Record<'_>, est: &[u64]) {
+        match &r.kind {
+            RecordKind::Event { name, .. } if Event::CompactionCompleted.is(name) => *self = Occupancy::default(),
+            RecordKind::Item(i) => self.item(&t.items[*i], est[*i]),
+            _ => {}
         }
-        None => match t.items.get(start).and_then(|i| i.occupancy_after) {
-            Some(base) => Figure { tokens: base + est[trusted_from..].iter().sum::<u64>(), estimated: true },
-            None => Figure { tokens: est[start..].iter().sum(), estimated: true },
-        },
+    }
+
+    fn item(&mut self, item: &crate::transcript::Item<'_>, est: u64) {
+        if item.is_synthetic(Synthetic::Checkpoint) {
+            *self = Occupancy { checkpointed: true, base: item.occupancy_after, ..Occupancy::default() };
+        }
+        self.context += est;
+        self.trusted += est;
+        self.after_usage += est;
+        if self.checkpointed && !item.is_input() {
+            (self.trusted, self.last_usage, self.after_usage) = (0, None, 0);
+        } else if let Some(u) = item.usage() {
+            (self.last_usage, self.after_usage) = (Some(u.size()), 0);
+        }
+    }
+
+    pub fn figure(&self) -> Figure {
+        match (self.last_usage, self.base) {
+            (Some(u), _) => Figure { tokens: u.saturating_add(self.after_usage), estimated: self.after_usage > 0 },
+            (None, Some(base)) => Figure { tokens: base.saturating_add(self.trusted), estimated: true },
+            (None, None) => Figure { tokens: self.context, estimated: true },
+        }
     }
 }
 

@@ -1,34 +1,45 @@
 //! The policy: measure, decide which threshold applies, and plan the edits (fallback,
 //! reminder, re-anchor, lifecycle events). Pure: it reads a transcript and a
-//! configuration and returns a [`Plan`]; it never touches files, processes or clocks.
+//! configuration and never touches files, processes or clocks.
+//!
+//! Decide once, then apply: [`propose`] returns a [`Proposal`] whose compaction the
+//! user's pre-compact hook may deny and whose checkpoint summary the user's summarizer
+//! may write; the verdicts are applied to it ([`Proposal::deny`],
+//! [`Proposal::use_summary`]) and [`Proposal::finish`] gives the [`Plan`] the outputs
+//! are written from. Nothing is measured or gathered twice.
+//!
+//! The parts: [`measure`] (the two figures), [`agent_runner`] and [`conversation`] (the
+//! two paths), [`fallback`] and [`boundary`] (the lossy summary), [`injected`] (the
+//! records the tool adds), [`decision`] and [`journal`] (what is reported).
 
+mod agent_runner;
 mod boundary;
 mod conversation;
 mod decision;
+mod fallback;
+mod injected;
 mod journal;
 mod measure;
 
 pub use boundary::{boundary, Boundary};
-pub use decision::{Action, Decision, Reason, REASON_CODES};
-pub use journal::Journal;
-pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure};
+pub use conversation::checkpoint_span;
+pub use decision::{Action, Decision, Denominator, PressurePath, Reason, ReasonCode, Trigger};
+pub use journal::{Event, Journal};
+pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
 
 use crate::config::{Config, RuntimeKind};
-use crate::render::{self, SummaryEntry};
+use crate::formats::InputFormat;
+use crate::render;
 use crate::tokens;
-use crate::transcript::{item_text, ItemKind, Role, Transcript, Usage};
-use serde_json::{json, Map, Value};
+use crate::transcript::Transcript;
+use serde_json::json;
 
-/// How a run was asked for, and what a pre-compact hook said.
-#[derive(Debug, Clone, Default)]
+/// How a run was asked for.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// The user asked for compaction (like `/compact`): the threshold is skipped.
     pub manual: bool,
-    pub input_format: String,
-    /// Set when the pre-compact hook denied, with its reason.
-    pub denied_by_hook: Option<String>,
-    /// A checkpoint summary written by the user's summarizer, replacing the renderer's.
-    pub checkpoint_summary: Option<String>,
+    pub input_format: InputFormat,
 }
 
 /// What a run does to a transcript: removals, injected records, texts and the journal.
@@ -45,19 +56,65 @@ pub struct Plan {
     pub journal: Journal,
     pub summary_text: Option<String>,
     pub reanchor_text: Option<String>,
-    /// A compaction is planned that a pre-compact hook must allow first.
-    pub gated: bool,
     /// The estimate of every item of the transcript as read (for `stats`).
     pub tokens_estimated: u64,
-    /// A local checkpoint was refused: exit 4, nothing written.
-    pub refused: bool,
     /// A completed native lifecycle whose post hook has not run yet (its request id).
     pub completed_lifecycle: Option<String>,
 }
 
 impl Plan {
-    fn new(decision: Decision) -> Self {
-        Plan {
+    /// Whether the output differs from the input.
+    pub fn changes(&self) -> bool {
+        !self.removed.is_empty() || self.replacement.is_some() || !self.appended.is_empty()
+    }
+
+    /// Whether a local checkpoint was refused (exit 4, nothing written).
+    pub fn refused(&self) -> bool {
+        self.decision.has_reason(ReasonCode::CheckpointRefused)
+    }
+}
+
+/// The compaction the policy proposes, before the user's hook has its say.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// The items it removes.
+    pub removed: Vec<usize>,
+    /// What takes their place.
+    replacement: Option<Replacement>,
+    /// Records appended after it (a lifecycle event, the re-anchor).
+    appended: Vec<String>,
+    /// Its journal events, after the pre-compact hook's.
+    journal: Journal,
+    summary_text: Option<String>,
+    reanchor_text: Option<String>,
+    /// "fallback" or "compaction", for the words of a denial.
+    what: &'static str,
+}
+
+#[derive(Debug, Clone)]
+enum Replacement {
+    /// A finished record, written after the record with this index.
+    Record(usize, String),
+    /// A checkpoint, finished once its summary text is final.
+    Checkpoint(conversation::CheckpointDraft),
+}
+
+/// The decision as the policy would carry it out, and what the user may still change.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    plan: Plan,
+    /// The pressure reminder, appended whatever the hook says.
+    reminder: Option<String>,
+    compaction: Option<Compaction>,
+    /// Whether a pre-compact hook is configured (its verdict is journaled).
+    hooked: bool,
+    denied: bool,
+    tokenizer: crate::config::Tokenizer,
+}
+
+impl Proposal {
+    fn new(decision: Decision, cfg: &Config, est: &[u64]) -> Self {
+        let plan = Plan {
             decision,
             removed: Vec::new(),
             replacement: None,
@@ -65,47 +122,119 @@ impl Plan {
             journal: Journal::default(),
             summary_text: None,
             reanchor_text: None,
-            gated: false,
-            tokens_estimated: 0,
-            refused: false,
+            tokens_estimated: est.iter().sum(),
             completed_lifecycle: None,
+        };
+        Proposal {
+            plan,
+            reminder: None,
+            compaction: None,
+            hooked: cfg.hooks.pre_compact.is_some(),
+            denied: false,
+            tokenizer: cfg.tokenizer,
         }
     }
 
-    /// Whether the output differs from the input.
-    pub fn changes(&self) -> bool {
-        !self.removed.is_empty() || self.replacement.is_some() || !self.appended.is_empty()
+    /// The decision as proposed (what a pre-compact hook is shown).
+    pub fn decision(&self) -> &Decision {
+        &self.plan.decision
+    }
+
+    /// The compaction a pre-compact hook must allow first, if any.
+    pub fn compaction(&self) -> Option<&Compaction> {
+        self.compaction.as_ref()
+    }
+
+    /// The items a proposed local checkpoint removes (what a summarizer summarizes).
+    pub fn checkpoint_items(&self) -> Option<&[usize]> {
+        let c = self.compaction.as_ref()?;
+        matches!(c.replacement, Some(Replacement::Checkpoint(_))).then_some(&c.removed[..])
+    }
+
+    /// The pre-compact hook denied: nothing is summarized and nothing re-anchored; the
+    /// reminder still applies.
+    pub fn deny(&mut self, reason: &str) {
+        let Some(c) = self.compaction.take() else { return };
+        let d = &mut self.plan.decision;
+        let message = format!("the pre-compact hook denied the {}: {reason}", c.what);
+        d.reasons.push(Reason::new(ReasonCode::DeniedByHook, message));
+        d.action = if d.reminder_injected { Action::PressureReminder } else { Action::None };
+        d.fallback_applied = false;
+        d.reanchor_injected = false;
+        self.plan.journal.push(Event::PreCompactHook, json!({"outcome": "denied", "reason": reason}));
+        self.denied = true;
+    }
+
+    /// The user's summarizer wrote the checkpoint summary.
+    pub fn use_summary(&mut self, text: String) {
+        if let Some(Compaction { replacement: Some(Replacement::Checkpoint(draft)), .. }) = &mut self.compaction {
+            draft.text = text;
+        }
+    }
+
+    /// The plan, with the verdicts applied.
+    pub fn finish(self) -> Plan {
+        let Proposal { mut plan, reminder, compaction, hooked, denied, tokenizer } = self;
+        let Some(mut c) = compaction else {
+            plan.appended.extend(reminder);
+            return plan;
+        };
+        if hooked && !denied {
+            plan.journal.push(Event::PreCompactHook, json!({"outcome": "allowed", "reason": null}));
+        }
+        match c.replacement.take() {
+            Some(Replacement::Record(at, record)) => plan.replacement = Some((at, record)),
+            Some(Replacement::Checkpoint(draft)) => match draft.finish(tokenizer) {
+                Ok(done) => {
+                    plan.journal.push(Event::CheckpointCreated, done.event);
+                    plan.replacement = Some((done.at, done.record));
+                    c.summary_text = Some(done.text);
+                }
+                Err(reason) => {
+                    let d = &mut plan.decision;
+                    d.reasons.push(reason);
+                    (d.action, d.reanchor_injected) = (Action::None, false);
+                    plan.appended.extend(reminder);
+                    return plan;
+                }
+            },
+            None => {}
+        }
+        plan.journal.extend(c.journal);
+        plan.removed = c.removed;
+        plan.appended.extend(reminder);
+        plan.appended.extend(c.appended);
+        plan.summary_text = c.summary_text;
+        plan.reanchor_text = c.reanchor_text;
+        plan
     }
 }
 
-/// Decides and plans for one transcript.
-pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
+/// Decides for one transcript and proposes what to do.
+pub fn propose(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Proposal {
     let est = tokens::item_estimates(t, cfg.tokenizer);
-    let mut plan = match cfg.runtime {
-        RuntimeKind::AgentRunner => plan_agent_runner(t, cfg, opts, &est),
-        RuntimeKind::Conversation => conversation::plan(t, cfg, opts, &est),
-    };
-    plan.tokens_estimated = est.iter().sum();
-    plan
+    match cfg.runtime.kind {
+        RuntimeKind::AgentRunner => agent_runner::propose(t, cfg, opts, &est),
+        RuntimeKind::Conversation => conversation::propose(t, cfg, opts, &est),
+    }
 }
 
-pub(crate) fn base_decision(
-    path: RuntimeKind,
-    cfg: &Config,
-    opts: &Options,
-    fig: Figure,
-    limit: Option<u64>,
-) -> Decision {
+/// Decides and plans for one transcript, with no hook or summarizer to ask.
+pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
+    propose(t, cfg, opts).finish()
+}
+
+fn base_decision(path: PressurePath, cfg: &Config, opts: &Options, fig: Figure, limit: Option<u64>) -> Decision {
     Decision {
-        path: path.as_str(),
-        denominator: if path == RuntimeKind::AgentRunner { "max_total_tokens" } else { "context_window" },
+        path,
+        denominator: path.denominator(),
         used: Some(fig.tokens),
         limit,
         ratio: limit.map(|l| render::ratio(fig.tokens, l)),
-        threshold: cfg.threshold(),
+        threshold: cfg.threshold.as_f64(),
         estimated: fig.estimated,
-        input_format: opts.input_format.clone(),
-        trigger: if opts.manual { "manual" } else { "auto" },
+        input_format: opts.input_format,
+        trigger: if opts.manual { Trigger::Manual } else { Trigger::Auto },
         action: Action::None,
         reminder_injected: false,
         fallback_applied: false,
@@ -114,206 +243,8 @@ pub(crate) fn base_decision(
     }
 }
 
-pub(crate) fn threshold_event(plan: &mut Plan, fired: bool) {
-    let d = &plan.decision;
+fn threshold_event(journal: &mut Journal, d: &Decision, fired: bool) {
     let fields = json!({"path": d.path, "denominator": d.denominator, "used": d.used, "limit": d.limit,
         "ratio": d.ratio, "threshold": d.threshold, "estimated": d.estimated, "fired": fired, "trigger": d.trigger});
-    plan.journal.push("threshold_evaluated", fields);
-}
-
-fn plan_agent_runner(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Plan {
-    let fig = cumulative_usage(t, est);
-    let limit = cfg.max_total_tokens;
-    let mut plan = Plan::new(base_decision(RuntimeKind::AgentRunner, cfg, opts, fig, limit));
-    let fired = limit.is_some_and(|l| reaches(fig.tokens, l, cfg.threshold_bp));
-    threshold_event(&mut plan, fired);
-    match limit {
-        None => plan.decision.reasons.push(Reason::new(
-            "max_total_tokens_unknown",
-            "task.max_total_tokens is not set: the agent runner has no budget to compare with",
-        )),
-        Some(l) if !fired => plan.decision.reasons.push(Reason::new(
-            "below_threshold",
-            format!("{} of {l} max_total_tokens is below the threshold {}", fig.tokens, cfg.threshold()),
-        )),
-        Some(_) => {}
-    }
-    let last_turn = last_input_turn(t);
-    let mut reminder = None;
-    if fired {
-        if t.items.iter().any(|i| i.is_synthetic("pressure_reminder")) {
-            plan.decision.reasons.push(Reason::new(
-                "reminder_already_injected",
-                "the pressure reminder is one-shot and is already in the transcript",
-            ));
-        } else {
-            let l = limit.unwrap_or(0);
-            reminder =
-                Some(injected("pressure_reminder", &last_turn, Map::new(), render::pressure_reminder(fig.tokens, l)));
-            plan.decision.reminder_injected = true;
-            plan.decision.action = Action::PressureReminder;
-            plan.journal.push("pressure_reminder_injected", json!({"used": fig.tokens, "limit": l}));
-        }
-    }
-    if fired || opts.manual {
-        fallback(t, cfg, opts, est, &mut plan);
-    }
-    plan.appended.extend(reminder);
-    if plan.decision.fallback_applied {
-        let mut facts = crate::reanchor::gather(t, cfg);
-        facts.used = Some(fig.tokens);
-        let text = render::render_reanchor(&facts, false, cfg.reanchor_max_entries, cfg.reanchor_max_chars);
-        let mut own = Map::new();
-        own.insert("variant".into(), json!("agent-runner"));
-        plan.appended.push(injected("reanchor", &last_turn, own, text.clone()));
-        plan.reanchor_text = Some(text);
-        plan.decision.reanchor_injected = true;
-        plan.journal.push("reanchor_injected", json!({"variant": "agent-runner"}));
-    }
-    plan
-}
-
-fn fallback(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64], plan: &mut Plan) {
-    if t.items.iter().any(|i| i.is_synthetic("history_summary_fallback")) {
-        plan.decision
-            .reasons
-            .push(Reason::new("fallback_already_applied", "the history fallback runs at most once per transcript"));
-        return;
-    }
-    let inputs = t.input_items();
-    let b = boundary(t, &inputs, cfg.protect_first, cfg.retain_last);
-    let eligible = &inputs[b.eligible()];
-    if eligible.len() < cfg.min_eligible.max(1) {
-        plan.decision.reasons.push(Reason::new(
-            "not_enough_history",
-            format!(
-                "{} eligible item(s) after protecting {} and retaining {}; at least {} needed",
-                eligible.len(),
-                b.protected_end,
-                inputs.len() - b.retained_start,
-                cfg.min_eligible.max(1)
-            ),
-        ));
-        return;
-    }
-    if !gate(plan, cfg, opts, "fallback") {
-        return;
-    }
-    let text = summary_text(t, eligible, cfg);
-    let usage = summarized_usage(t, eligible, est);
-    let mut own = Map::new();
-    own.insert("summarized".into(), Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()));
-    own.insert("summarized_usage".into(), usage);
-    let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
-    let record = injected("history_summary_fallback", &first_turn, own, text.clone());
-    let before: u64 = est.iter().sum();
-    let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
-    let after = before - removed + tokens::count_text(&text, cfg.tokenizer);
-    plan.journal.push(
-        "history_fallback_applied",
-        json!({"items_summarized": eligible.len(), "tokens_before": before, "tokens_after": after}),
-    );
-    let last = *eligible.last().expect("eligible is not empty");
-    plan.replacement = Some((t.items[last].record, record));
-    plan.removed = eligible.to_vec();
-    plan.summary_text = Some(text);
-    plan.decision.fallback_applied = true;
-    plan.decision.action = Action::HistoryFallback;
-}
-
-/// Records the pre-compact hook's say on a planned compaction (`what`); false when it
-/// denied. The engine runs the hook and plans again with its verdict.
-pub(crate) fn gate(plan: &mut Plan, cfg: &Config, opts: &Options, what: &str) -> bool {
-    plan.gated = true;
-    if let Some(reason) = &opts.denied_by_hook {
-        let message = format!("the pre-compact hook denied the {what}: {reason}");
-        plan.decision.reasons.push(Reason::new("denied_by_hook", message));
-        plan.journal.push("pre_compact_hook", json!({"outcome": "denied", "reason": reason}));
-        return false;
-    }
-    if cfg.pre_compact.is_some() {
-        plan.journal.push("pre_compact_hook", json!({"outcome": "allowed", "reason": null}));
-    }
-    true
-}
-
-/// The summary of the eligible items; only the lines that can be shown are decoded.
-pub(crate) fn summary_text(t: &Transcript<'_>, eligible: &[usize], cfg: &Config) -> String {
-    let shown = eligible.len().min(cfg.max_items);
-    let older = eligible.len() - shown;
-    let entries: Vec<SummaryEntry> = eligible[older..].iter().map(|&i| summary_entry(t, i)).collect();
-    render::build_history_summary_fallback_message(&entries, older, cfg.preview_chars, cfg.max_items, cfg.max_chars)
-}
-
-pub(crate) fn summary_entry(t: &Transcript<'_>, i: usize) -> SummaryEntry {
-    let item = &t.items[i];
-    let text = item_text(t, i);
-    match &item.kind {
-        ItemKind::Message { role, calls, .. } => SummaryEntry::Message {
-            role: role.as_str(),
-            text,
-            calls: calls.iter().map(|c| (c.name.to_string(), c.arguments.get().to_string())).collect(),
-        },
-        ItemKind::ToolResult { name, .. } => {
-            let tool = name.as_deref().map(str::to_string).or_else(|| {
-                let owner = &t.items[item.call_item?];
-                let cid = item.result_call_id()?;
-                owner.calls().iter().find(|c| c.id == cid).map(|c| c.name.to_string())
-            });
-            SummaryEntry::Result { tool: tool.unwrap_or_else(|| "unknown tool".into()), failed: item.failed(), text }
-        }
-    }
-}
-
-/// Sums over the removed assistant messages; an estimated call counts as input tokens.
-fn summarized_usage(t: &Transcript<'_>, eligible: &[usize], est: &[u64]) -> Value {
-    let mut sum = Usage::default();
-    let mut estimated = false;
-    let mut prefix = vec![0u64; t.items.len() + 1];
-    for i in 0..t.items.len() {
-        prefix[i + 1] = prefix[i] + est[i];
-    }
-    for &i in eligible {
-        let item = &t.items[i];
-        if item.role() != Some(Role::Assistant) {
-            continue;
-        }
-        match item.usage() {
-            Some(u) => sum.add(u),
-            None => {
-                sum.input_tokens += prefix[i + 1];
-                estimated = true;
-            }
-        }
-    }
-    json!({"input_tokens": sum.input_tokens, "cache_read_tokens": sum.cache_read_tokens,
-        "cache_write_tokens": sum.cache_write_tokens, "output_tokens": sum.output_tokens, "estimated": estimated})
-}
-
-pub(crate) fn last_input_turn(t: &Transcript<'_>) -> Option<String> {
-    t.items.iter().rev().find(|i| i.is_input()).and_then(|i| i.turn.as_deref().map(str::to_string))
-}
-
-/// An injected record with the id `rivumi:<kind>`.
-pub(crate) fn injected(kind: &str, turn: &Option<String>, own: Map<String, Value>, content: String) -> String {
-    injected_record(&format!("rivumi:{kind}"), kind, turn, own, content)
-}
-
-/// An injected record: `type`, `id`, `turn`, `role`, `synthetic`, own fields, `content`.
-pub(crate) fn injected_record(
-    id: &str,
-    kind: &str,
-    turn: &Option<String>,
-    own: Map<String, Value>,
-    content: String,
-) -> String {
-    let mut obj = Map::new();
-    obj.insert("type".into(), json!("message"));
-    obj.insert("id".into(), json!(id));
-    obj.insert("turn".into(), json!(turn));
-    obj.insert("role".into(), json!("user"));
-    obj.insert("synthetic".into(), json!(kind));
-    obj.extend(own);
-    obj.insert("content".into(), json!(content));
-    Value::Object(obj).to_string()
+    journal.push(Event::ThresholdEvaluated, fields);
 }

@@ -1,8 +1,11 @@
 //! The canonical transcript model (SPEC 1): records as they were read, and the items
 //! (messages and tool results) the policy works on, borrowing from the input bytes.
 
+mod event;
 mod reader;
 mod text;
+
+pub use event::Event;
 
 pub use reader::parse;
 pub use text::item_text;
@@ -68,6 +71,26 @@ pub enum RecordKind<'a> {
     },
     /// A record of a type the policy ignores.
     Other,
+}
+
+/// The kinds of records this tool injects (their `synthetic` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synthetic {
+    PressureReminder,
+    HistorySummaryFallback,
+    Reanchor,
+    Checkpoint,
+}
+
+impl Synthetic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Synthetic::PressureReminder => "pressure_reminder",
+            Synthetic::HistorySummaryFallback => "history_summary_fallback",
+            Synthetic::Reanchor => "reanchor",
+            Synthetic::Checkpoint => "checkpoint",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -206,8 +229,8 @@ impl<'a> Item<'a> {
         self.text_bytes + calls
     }
 
-    pub fn is_synthetic(&self, kind: &str) -> bool {
-        self.synthetic.as_deref() == Some(kind)
+    pub fn is_synthetic(&self, kind: Synthetic) -> bool {
+        self.synthetic.as_deref() == Some(kind.as_str())
     }
 }
 

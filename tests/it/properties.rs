@@ -104,7 +104,9 @@ proptest! {
 #[test]
 fn defaults_match_the_spec() {
     let c = Config::default();
-    assert_eq!((c.protect_first, c.retain_last, c.min_eligible), (2, 4, 2));
-    assert_eq!((c.preview_chars, c.max_items, c.max_chars), (240, 40, 8000));
-    assert_eq!((c.reanchor_max_entries, c.reanchor_max_chars, c.threshold_bp), (20, 4000, 8500));
+    let (f, s, r) = (&c.fallback, &c.summary, &c.reanchor);
+    assert_eq!((f.protect_first, f.retain_last, f.min_eligible), (2, 4, 2));
+    assert_eq!((s.preview_chars, s.max_items, s.max_chars), (240, 40, 8000));
+    assert_eq!((r.max_entries, r.max_chars, c.threshold.basis_points()), (20, 4000, 8500));
+    assert_eq!((c.checkpoint.retain_turns, c.hooks.timeout_secs, c.summarizer_timeout_secs), (2, 60, 60));
 }

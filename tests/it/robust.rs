@@ -22,16 +22,18 @@ const SEEDS: &[&str] = &[
 
 /// Runs every reader and, where it parses, the policy with the budget exceeded.
 fn exercise(bytes: &[u8]) {
-    for format in ["auto", "rivumi", "claude-code", "codex", "swe-agent", "openhands"] {
+    use formats::InputFormat::*;
+    for format in [Auto, Rivumi, ClaudeCode, Codex, SweAgent, Openhands] {
         let Ok(canonical) = formats::import(bytes.to_vec().into(), Path::new("fuzz"), format) else { continue };
         for manual in [false, true] {
-            let settings = Settings { manual, dry_run: true, ..Settings::default() };
+            let mut settings = Settings::default();
+            (settings.manual, settings.dry_run) = (manual, true);
             let _ = engine::process(&canonical.bytes, Path::new("fuzz"), &settings);
         }
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
         for (k, line) in text.lines().enumerate() {
-            let _ = formats::openai::process_line(line, Path::new("fuzz"), k + 1, &Settings::default());
+            let _ = rivumi_compact::dataset::process_line(line, Path::new("fuzz"), k + 1, &Settings::default());
         }
     }
     let _ = rivumi_compact::validate::validate(bytes, Path::new("fuzz"));

@@ -1,0 +1,86 @@
+//! Helpers the subcommands share: settings from flags, reading one input, printing.
+
+use super::inputs::{self, Input};
+use super::PolicyArgs;
+use crate::engine::{self, Processed, Settings};
+use crate::error::{Error, Exit, Result};
+use crate::formats::InputFormat;
+use crate::ui;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Settings from the flags; a bad config file is bad input (exit 3).
+pub(super) fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
+    let file = match &p.config {
+        None => None,
+        Some(path) => Some((path.as_path(), read_config_file(path)?)),
+    };
+    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &p.layer())?;
+    (s.manual, s.dry_run, s.input_format) = (p.manual, dry_run, p.input_format);
+    Ok(s)
+}
+
+fn read_config_file(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let (column, msg) = crate::error::serde_position(&e, line);
+        Error::bad_line(path, e.line(), column, format!("invalid JSON: {msg}"))
+    })
+}
+
+/// Reads one input and turns it into canonical JSONL bytes.
+pub(super) fn load(input: &Input, format: InputFormat) -> Result<crate::formats::Canonical> {
+    let raw = input.read()?;
+    crate::formats::import(raw, &input.path, format)
+}
+
+/// Reads, imports and processes one input, then hands the result to `f`.
+pub(super) fn with_processed<T>(
+    input: &Input,
+    settings: &Settings,
+    f: impl FnOnce(&Processed<'_>) -> Result<T>,
+) -> Result<T> {
+    let canonical = load(input, settings.input_format)?;
+    let mut s = settings.clone();
+    s.input_format = canonical.format;
+    let mut done = engine::process(&canonical.bytes, &input.path, &s)?;
+    done.warnings.splice(0..0, canonical.warnings);
+    f(&done)
+}
+
+/// An input's name as people see it.
+pub(super) fn display(input: &Input) -> String {
+    if input.is_stdin() {
+        "<stdin>".into()
+    } else {
+        ui::escape(&input.path.display().to_string())
+    }
+}
+
+pub(super) fn print_warnings(done: &Processed<'_>) {
+    done.warnings.iter().for_each(|w| ui::warn(w));
+}
+
+/// Writes to stdout; a reader that closes early (`head`) is not an error.
+pub(super) fn stdout_write(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<Exit> {
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    match f(&mut w).and_then(|()| w.flush()) {
+        Ok(()) => Ok(Exit::Ok),
+        Err(e) => Err(Error::stdout(e)),
+    }
+}
+
+/// The one transcript a command takes.
+pub(super) fn single_input(arg: &str, format: InputFormat) -> Result<Input> {
+    let mut inputs = inputs::expand(&[arg.to_string()], format, None)?;
+    if inputs.len() != 1 {
+        return Err(Error::Usage(format!(
+            "`{}` names {} transcripts; this command takes one",
+            ui::escape(arg),
+            inputs.len()
+        )));
+    }
+    Ok(inputs.remove(0))
+}

@@ -1,0 +1,81 @@
+//! `stats`: totals over many transcripts; decides as `run --dry-run` would (no hooks,
+//! no files).
+
+use super::common::{settings, stdout_write, with_processed};
+use super::inputs::{self, Input};
+use super::StatsArgs;
+use crate::engine::Settings;
+use crate::error::{Error, Exit, Result};
+use crate::formats::InputFormat;
+use crate::stats::Stats;
+use crate::ui;
+use std::io::{self, IsTerminal};
+
+pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
+    let settings = settings(&args.policy, true)?;
+    let inputs = inputs::expand(&args.inputs, args.policy.input_format, None)?;
+    crate::signals::install();
+    let progress = io::stderr().is_terminal() && inputs.len() > 1;
+    let dataset = inputs::is_dataset(args.policy.input_format, &inputs);
+    let per_file = crate::batch::map(&inputs, super::run::jobs(args.jobs), progress, |input| {
+        if dataset {
+            return dataset_stats(input, &settings);
+        }
+        with_processed(input, &settings, |done| {
+            let mut one = Stats::new();
+            one.add(done);
+            Ok(one)
+        })
+    });
+    let mut total = Stats::new();
+    for r in per_file.into_iter().flatten() {
+        match r {
+            Ok(one) => total.merge(one),
+            Err(e) => {
+                total.failed += 1;
+                ui::error(&e.to_string());
+            }
+        }
+    }
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&total).expect("json");
+        s.push('\n');
+        s
+    } else {
+        total.table()
+    };
+    stdout_write(|w| w.write_all(text.as_bytes()))?;
+    Ok(if total.failed > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+/// Stats over a dataset file, streamed: every line is a transcript; a bad line (invalid
+/// UTF-8 included, never replaced) is reported and counted as failed.
+fn dataset_stats(input: &Input, settings: &Settings) -> Result<Stats> {
+    let mut s = settings.clone();
+    s.input_format = InputFormat::Openai;
+    let mut reader = input.open()?.into_reader();
+    let limit = crate::source::max_input_bytes();
+    let mut stats = Stats::new();
+    let mut line = Vec::new();
+    for n in 1.. {
+        line.clear();
+        let read = crate::source::read_line_bounded(&mut reader, &mut line, limit);
+        if read.map_err(|e| Error::bad_line(&input.path, n, 1, format!("cannot read: {e}")))? == 0 {
+            break;
+        }
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        let message = match std::str::from_utf8(body) {
+            Ok(text) => crate::dataset::add_line_stats(text, &input.path, n, &s, &mut stats),
+            Err(e) => {
+                stats.failed += 1;
+                let column = String::from_utf8_lossy(&body[..e.valid_up_to()]).chars().count() + 1;
+                Some(format!("{}:{n}:{column}: invalid UTF-8: expected UTF-8 text", input.path.display()))
+            }
+        };
+        if let Some(m) = message {
+            ui::error(&m);
+        }
+    }
+    Ok(stats)
+}
