@@ -124,8 +124,8 @@ impl OutDir {
         let target = self.given.join(name);
         let fail = |what: String| Error::Failed(format!("{}: {what}", target.display()));
         let parent = target.parent().unwrap_or(&self.given);
-        std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create: {e}")))?;
-        let real_parent = std::fs::canonicalize(parent).map_err(|e| fail(format!("cannot resolve: {e}")))?;
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
+        let real_parent = std::fs::canonicalize(parent).map_err(|e| Error::write(parent, e))?;
         if !real_parent.starts_with(&self.real) {
             return Err(fail("not written: a symbolic link leads out of --out-dir".into()));
         }
@@ -140,7 +140,7 @@ impl OutDir {
             Err(e) if e.kind() == io::ErrorKind::NotFound => new_folder(&real_parent, &real, files, &mut write),
             Err(e) => Err(e),
         };
-        written.map_err(|e| fail(format!("cannot write: {e}")))
+        written.map_err(|e| Error::write(&target, e))
     }
 }
 

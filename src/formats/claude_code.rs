@@ -170,8 +170,13 @@ fn assistant(
         // The usage repeats on every record of a message; the last record's wins.
         record.insert(
             "usage".into(),
-            json!({"input_tokens": n("input_tokens"), "cache_read_tokens": n("cache_read_input_tokens"),
-                "cache_write_tokens": n("cache_creation_input_tokens"), "output_tokens": n("output_tokens")}),
+            super::common::usage(
+                n("input_tokens"),
+                n("cache_read_input_tokens"),
+                n("cache_creation_input_tokens"),
+                n("output_tokens"),
+                super::common::InputCount::Uncached,
+            ),
         );
     }
 }

@@ -81,12 +81,7 @@ impl State {
             // Another agent's message, delivered to this one as input.
             "agent_message" => self.message(&with_role(p, "user"), id),
             "function_call" => {
-                let args = match p.get("arguments") {
-                    Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
-                    Some(v) => v.clone(),
-                    None => Value::Null,
-                };
-                self.call(p, id, args);
+                self.call(p, id, super::common::arguments(p.get("arguments")));
             }
             "custom_tool_call" => {
                 let input = p.get("input").and_then(Value::as_str).unwrap_or("");
@@ -168,10 +163,9 @@ impl State {
         }
         let (Some(u), Some(at)) = (info.get("last_token_usage"), self.last_assistant) else { return };
         let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-        // OpenAI counts cached tokens inside input_tokens: subtract them (SPEC 1).
-        let cached = n("cached_input_tokens");
-        let usage = json!({"input_tokens": n("input_tokens").saturating_sub(cached), "cache_read_tokens": cached,
-            "cache_write_tokens": n("cache_write_input_tokens"), "output_tokens": n("output_tokens")});
+        let (input, cached, written, output) =
+            (n("input_tokens"), n("cached_input_tokens"), n("cache_write_input_tokens"), n("output_tokens"));
+        let usage = super::common::usage(input, cached, written, output, super::common::InputCount::WithCacheReads);
         if let Some(rec) = self.out.records[at].as_object_mut() {
             rec.insert("usage".into(), usage);
         }

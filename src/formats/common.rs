@@ -125,3 +125,52 @@ pub fn text_of(v: &Value) -> String {
         _ => String::new(),
     }
 }
+
+/// Tool-call arguments as canonical JSON: providers give an object, or a JSON string
+/// holding one; a string that is not JSON stays a string, a missing value is null.
+pub fn arguments(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
+        Some(v) => v.clone(),
+        None => Value::Null,
+    }
+}
+
+/// What a provider's input-token count includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputCount {
+    /// Uncached input only (Anthropic, Claude Code).
+    Uncached,
+    /// Cache reads are inside the input count (OpenAI, Codex).
+    WithCacheReads,
+    /// Cache reads and writes are inside the input count (LiteLLM's prompt_tokens).
+    WithCache,
+}
+
+/// Provider usage in canonical form (SPEC 1): `input_tokens` is uncached input only.
+pub fn usage(input: u64, cache_read: u64, cache_write: u64, output: u64, counted: InputCount) -> Value {
+    let input = match counted {
+        InputCount::Uncached => input,
+        InputCount::WithCacheReads => input.saturating_sub(cache_read),
+        InputCount::WithCache => input.saturating_sub(cache_read.saturating_add(cache_write)),
+    };
+    json!({"input_tokens": input, "cache_read_tokens": cache_read, "cache_write_tokens": cache_write, "output_tokens": output})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_usage_is_normalised_once() {
+        let u = |c| usage(100, 30, 5, 7, c);
+        assert_eq!(u(InputCount::Uncached)["input_tokens"], 100);
+        assert_eq!(u(InputCount::WithCacheReads)["input_tokens"], 70);
+        assert_eq!(u(InputCount::WithCache)["input_tokens"], 65);
+        assert_eq!(usage(10, 30, 0, 0, InputCount::WithCacheReads)["input_tokens"], 0, "saturates");
+        assert_eq!(arguments(Some(&json!("{\"a\":1}"))), json!({"a": 1}));
+        assert_eq!(arguments(Some(&json!("ls -la"))), json!("ls -la"));
+        assert_eq!(arguments(Some(&json!({"a": 1}))), json!({"a": 1}));
+        assert_eq!(arguments(None), Value::Null);
+    }
+}

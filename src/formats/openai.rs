@@ -66,11 +66,7 @@ fn call(c: &Value, names: &mut std::collections::HashMap<String, String>) -> Val
     let id = c.get("id").and_then(Value::as_str).unwrap_or("");
     let name = f.get("name").and_then(Value::as_str).unwrap_or("");
     names.insert(id.to_string(), name.to_string());
-    let args = match f.get("arguments") {
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
-        Some(v) => v.clone(),
-        None => Value::Null,
-    };
+    let args = super::common::arguments(f.get("arguments"));
     json!({"id": id, "name": name, "arguments": args})
 }
 
@@ -78,6 +74,6 @@ fn call(c: &Value, names: &mut std::collections::HashMap<String, String>) -> Val
 fn usage(u: &Value) -> Value {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
-    json!({"input_tokens": n(u.get("prompt_tokens")).saturating_sub(cached), "cache_read_tokens": cached,
-        "cache_write_tokens": 0, "output_tokens": n(u.get("completion_tokens"))})
+    let (input, output) = (n(u.get("prompt_tokens")), n(u.get("completion_tokens")));
+    super::common::usage(input, cached, 0, output, super::common::InputCount::WithCacheReads)
 }

@@ -123,11 +123,7 @@ fn events(raw: &[u8], file: &Path) -> Result<Vec<Value>> {
 fn call_arguments(meta: &Value, call_id: &str) -> Option<Value> {
     let calls = meta.get("model_response")?.get("choices")?.get(0)?.get("message")?.get("tool_calls")?.as_array()?;
     let call = calls.iter().find(|c| c.get("id").and_then(Value::as_str) == Some(call_id))?;
-    let args = call.get("function")?.get("arguments")?;
-    Some(match args {
-        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
-        v => v.clone(),
-    })
+    Some(super::common::arguments(Some(call.get("function")?.get("arguments")?)))
 }
 
 /// Usage of a model response, once per response id (actions and observations repeat it).
@@ -142,8 +138,6 @@ fn response_usage(meta: &Value, seen: &mut HashSet<String>) -> Option<Value> {
     let cache_read = n("cache_read_input_tokens")
         .max(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")).and_then(Value::as_u64).unwrap_or(0));
     let cache_write = n("cache_creation_input_tokens");
-    Some(
-        json!({"input_tokens": n("prompt_tokens").saturating_sub(cache_read + cache_write), "cache_read_tokens": cache_read,
-        "cache_write_tokens": cache_write, "output_tokens": n("completion_tokens")}),
-    )
+    let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
+    Some(super::common::usage(input, cache_read, cache_write, output, super::common::InputCount::WithCache))
 }

@@ -78,11 +78,7 @@ fn calls(m: &Value) -> Vec<(String, String, Value)> {
     list.iter()
         .map(|c| {
             let f = c.get("function").unwrap_or(&Value::Null);
-            let args = match f.get("arguments") {
-                Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
-                Some(v) => v.clone(),
-                None => Value::Null,
-            };
+            let args = super::common::arguments(f.get("arguments"));
             let id = c.get("id").and_then(Value::as_str).unwrap_or("").to_string();
             (id, f.get("name").and_then(Value::as_str).unwrap_or("tool").to_string(), args)
         })
