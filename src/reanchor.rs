@@ -231,3 +231,54 @@ fn flag(path: String, outside: &[String]) -> String {
         path
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_are_normalised() {
+        for (path, root, want) in [
+            ("./a/b.rs", None, "a/b.rs"),
+            ("././a", None, "a"),
+            ("/w/src/x.rs", Some("/w"), "src/x.rs"),
+            ("/w/src/x.rs", Some("/w/"), "src/x.rs"),
+            ("/wx/src/x.rs", Some("/w"), "/wx/src/x.rs"),
+            ("/other/x.rs", Some("/w"), "/other/x.rs"),
+            ("  a.rs ", None, "a.rs"),
+            ("a.rs", Some(""), "a.rs"),
+        ] {
+            assert_eq!(normalise(path, root), want, "{path} under {root:?}");
+        }
+    }
+
+    #[test]
+    fn shell_commands_are_unwrapped() {
+        for (args, want) in [
+            (json!({"command": "cargo test"}), Some("cargo test")),
+            (json!({"cmd": ["bash", "-lc", "cargo test --release"]}), Some("cargo test --release")),
+            (json!({"command": "bash -lc \"make check\""}), Some("make check")),
+            (json!({"command": "sh -c 'npm test'"}), Some("npm test")),
+            (json!(["ls", "-la"]), Some("ls -la")),
+            (json!({"command": 5}), None),
+            (json!({"path": "x"}), None),
+        ] {
+            assert_eq!(shell_command(&args).as_deref(), want, "{args}");
+        }
+    }
+
+    #[test]
+    fn verification_matches_at_a_word_boundary() {
+        for (cmd, prefix, want) in [
+            ("cargo test --release", "cargo test", true),
+            ("cargo test", "cargo test", true),
+            ("cargo tests-extra", "cargo test", false),
+            ("cargo test\t-q", "cargo test", true),
+            ("cargo", "cargo test", false),
+            ("anything", " ", false),
+        ] {
+            assert_eq!(starts_with_word(cmd, prefix), want, "{cmd:?} / {prefix:?}");
+        }
+    }
+}

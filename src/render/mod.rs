@@ -50,3 +50,22 @@ pub fn pressure_reminder(used: u64, limit: u64) -> String {
         ratio(used, limit)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ratios_round_half_up_to_four_decimals() {
+        for (used, limit, want) in [
+            (17_000, 20_000, 0.85),
+            (1, 3, 0.3333),
+            (2, 3, 0.6667),
+            (1, 20_000, 0.0001), // 0.00005: half a basis point rounds up
+            (1, 20_001, 0.0),    // just under half
+            (1, 40_000, 0.0),
+            (u64::MAX, 1, u64::MAX as f64),
+            (0, 5, 0.0),
+        ] {
+            assert_eq!(super::ratio(used, limit), want, "{used}/{limit}");
+        }
+    }
+}

@@ -13,5 +13,6 @@ mod hostile;
 mod properties;
 mod readme;
 mod realdata;
+mod reported;
 mod robust;
 mod support;
