@@ -20,6 +20,9 @@ many="$OUT/many-${FILES}"
 [ -f "$big" ] || python3 bench/gen.py big "$big" --mb "$MB"
 [ -f "$small" ] || python3 bench/gen.py big "$small" --mb "$(python3 -c "print($MB/10)")"
 [ -d "$many" ] || python3 bench/gen.py many "$many" --files "$FILES"
+m2="$OUT/many-2000"; m20="$OUT/many-20000"
+[ -d "$m2" ] || python3 bench/gen.py many "$m2" --files 2000
+[ -d "$m20" ] || python3 bench/gen.py many "$m20" --files 20000
 ds1="$OUT/dataset-10k.jsonl"; ds10="$OUT/dataset-100k.jsonl"
 [ -f "$ds1" ] || python3 bench/gen.py dataset "$ds1" --lines 10000
 [ -f "$ds10" ] || python3 bench/gen.py dataset "$ds10" --lines 100000
@@ -59,6 +62,8 @@ rm -rf "$OUTMANY/o1" "$OUTMANY/o2"
 t_j1=$(best "$BIN" run "$many" --out-dir "$OUTMANY/o1" --jobs 1)
 t_j2=$(best "$BIN" run "$many" --out-dir "$OUTMANY/o2" --jobs 2)
 same=$(diff -r "$OUTMANY/o1" "$OUTMANY/o2" > /dev/null && echo identical || echo DIFFERENT)
+rss_m2=$(peak_kb "$BIN" run "$m2" --dry-run)
+rss_m20=$(peak_kb "$BIN" run "$m20" --dry-run)
 rss_ds1=$(peak_kb "$BIN" run "$ds1" --max-total-tokens 3000)
 rss_ds10=$(peak_kb "$BIN" run "$ds10" --max-total-tokens 3000)
 t_ds10=$(best "$BIN" run "$ds10" --max-total-tokens 3000)
@@ -73,6 +78,7 @@ printf '%-44s %10.3f %10s %8s\n' "10x size step (big / step)" "$t_step" "$(ratio
 printf '%-44s %10s %10s %8s\n' "peak RSS / input size" "$(( rss / 1024 )) MiB" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.5"
 printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 1" "$t_j1" "" ""
 printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 2 (speed-up)" "$t_j2" "$(ratio "$t_j1" "$t_j2")" ">= 1.7"
+printf '%-44s %10s %10s %8s\n' "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m2 / 1024 ))/$(( rss_m20 / 1024 )) MiB" "$(ratio "$rss_m20" "$rss_m2")" "~1"
 printf '%-44s %10s %10s %8s\n' "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
 printf '%-44s %10.3f %10s %8s\n' "dataset mode, 100k lines ($(( $(stat -c %s "$ds10") / 1000000 )) MB)" "$t_ds10" "" ""
 echo "outputs with --jobs 1 and --jobs 2: $same; many-files run on: ${FS}"

@@ -70,11 +70,17 @@ pub(super) fn jobs(asked: usize) -> usize {
     }
 }
 
-/// Several inputs (or an out-dir): processed in parallel, reported in input order.
+/// Several inputs (or an out-dir): processed in parallel, reported in input order as
+/// each finishes (stdout, warnings and errors stream; nothing is held for the end).
 fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<&OutDir>) -> Result<Exit> {
     crate::signals::graceful();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
-    let results = crate::batch::map(inputs, jobs(args.jobs), progress, |input| {
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
+    let mut single_error = None;
+    let mut closed = None;
+    let process = |input: &Input| {
         with_processed(input, settings, |done| {
             if let Some(e) = done.refusal() {
                 return Err(e);
@@ -91,28 +97,33 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
             }
             Ok((line, done.warnings.clone(), done.plan.changes(), emitted))
         })
-    });
-    let mut stdout_bytes = Vec::new();
-    let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
-    for r in &results {
+    };
+    crate::batch::for_each(inputs, jobs(args.jobs), progress, process, |_, r| {
         match r {
             None => skipped += 1,
             Some(Ok((line, warnings, changed, emitted))) => {
-                stdout_bytes.extend_from_slice(emitted);
                 warnings.iter().for_each(|w| crate::ui::warn(w));
-                compacted += usize::from(*changed);
+                compacted += usize::from(changed);
                 if inputs.len() == 1 {
-                    crate::ui::note(line);
+                    crate::ui::note(&line);
+                }
+                if let Err(e) = w.write_all(&emitted) {
+                    closed = Some(e);
+                    return false;
                 }
             }
             Some(Err(e)) => {
                 failed += 1;
                 crate::ui::error(&e.to_string());
+                single_error = Some(e.exit());
             }
         }
+        true
+    });
+    if let Some(e) = closed.or_else(|| w.flush().err()) {
+        return Err(Error::stdout(e));
     }
-    stdout_write(|w| w.write_all(&stdout_bytes))?;
-    let total = results.len();
+    let total = inputs.len();
     let done = total - skipped;
     let stopped = if skipped > 0 { format!(", {skipped} not started (interrupted)") } else { String::new() };
     crate::ui::note(&format!(
@@ -120,13 +131,12 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
         done - compacted - failed
     ));
     crate::signals::finish();
-    if total == 1 && failed == 1 {
+    Ok(match (total, failed, single_error) {
         // A single input keeps its own exit code (3 for bad input, 4 for a hook failure).
-        if let Some(Some(Err(e))) = results.into_iter().next() {
-            return Ok(e.exit());
-        }
-    }
-    Ok(if failed > 0 { Exit::Failed } else { Exit::Ok })
+        (1, 1, Some(code)) => code,
+        (_, 0, _) => Exit::Ok,
+        _ => Exit::Failed,
+    })
 }
 
 fn check_distinct(inputs: &[Input]) -> Result<()> {

@@ -17,7 +17,7 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
     crate::signals::install();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
     let dataset = inputs::is_dataset(args.policy.input_format, &inputs);
-    let per_file = crate::batch::map(&inputs, super::run::jobs(args.jobs), progress, |input| {
+    let one = |input: &Input| {
         if dataset {
             return dataset_stats(input, &settings);
         }
@@ -26,17 +26,19 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
             one.add(done);
             Ok(one)
         })
-    });
+    };
     let mut total = Stats::new();
-    for r in per_file.into_iter().flatten() {
+    crate::batch::for_each(&inputs, super::run::jobs(args.jobs), progress, one, |_, r| {
         match r {
-            Ok(one) => total.merge(one),
-            Err(e) => {
+            Some(Ok(one)) => total.merge(one),
+            Some(Err(e)) => {
                 total.failed += 1;
                 ui::error(&e.to_string());
             }
+            None => {}
         }
-    }
+        true
+    });
     let text = if args.json {
         let mut s = serde_json::to_string_pretty(&total).expect("json");
         s.push('\n');
