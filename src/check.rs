@@ -190,7 +190,9 @@ fn compare(
         }
     }
     let extra: Vec<String> = std::fs::read_dir(case)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(std::result::Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
         .unwrap_or_default();
     for f in extra
         .iter()
@@ -225,9 +227,9 @@ fn bless(path: &Path, produced: Option<&Vec<u8>>) -> std::io::Result<()> {
 
 /// A unified diff (expected → actual), coloured for a terminal.
 fn print_diff(w: &mut dyn Write, label: &str, expected: &[u8], actual: &[u8], color: bool) {
-    let e = String::from_utf8_lossy(expected);
-    let a = String::from_utf8_lossy(actual);
-    let diff = TextDiff::from_lines(e.as_ref(), a.as_ref());
+    let old = String::from_utf8_lossy(expected);
+    let new = String::from_utf8_lossy(actual);
+    let diff = TextDiff::from_lines(old.as_ref(), new.as_ref());
     let _ = writeln!(w, "--- {label} (expected)\n+++ {label} (actual)");
     for group in diff.grouped_ops(3) {
         let first = &group[0];

@@ -174,7 +174,7 @@ impl Default for Config {
                 max_chars: 4000,
                 write_tools: Globs::names(DEFAULT_WRITE_TOOLS),
                 shell_tools: Globs::names(DEFAULT_SHELL_TOOLS),
-                path_keys: DEFAULT_PATH_KEYS.iter().map(|s| s.to_string()).collect(),
+                path_keys: DEFAULT_PATH_KEYS.iter().map(std::string::ToString::to_string).collect(),
             },
             workspace: Workspace::default(),
             verification: Vec::new(),
@@ -283,7 +283,7 @@ impl Globs {
     }
 
     fn names(patterns: &[&str]) -> Globs {
-        let patterns: Vec<String> = patterns.iter().map(|s| s.to_string()).collect();
+        let patterns: Vec<String> = patterns.iter().map(std::string::ToString::to_string).collect();
         Globs::compile(&patterns).expect("the default patterns are valid")
     }
 
@@ -506,7 +506,7 @@ impl Builder {
             let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
             match (at(&self.tree, &key), v) {
                 (Some(Value::Object(_)), Value::Object(inner)) => self.leaves(inner, &key, out, unknown)?,
-                (Some(Value::Object(_)), _) | (None, _) => unknown(&key)?,
+                (Some(Value::Object(_)) | None, _) => unknown(&key)?,
                 (Some(_), _) => out.push((key, v.clone())),
             }
         }
@@ -529,6 +529,7 @@ impl Builder {
 
     /// This builder's layers laid over `base` (a session layer laid later under them):
     /// every key's value is checked on its own, so layers checked once stay valid.
+    #[must_use]
     pub fn over(&self, base: &Builder) -> Builder {
         let mut b = base.clone();
         for (leaves, layer) in &self.layers {
@@ -584,7 +585,7 @@ mod tests {
         for (f, want) in [(0.85, Some(8500)), (1.0, Some(10_000)), (0.0001, Some(1)), (0.1234, Some(1234))] {
             assert_eq!(parse_threshold(f, "x").ok(), want, "{f}");
         }
-        for f in [0.0, -0.5, 1.0001, 0.00001, 0.85000000001, 0.850000000000001, f64::NAN] {
+        for f in [0.0, -0.5, 1.0001, 0.00001, 0.850_000_000_01, 0.850_000_000_000_001, f64::NAN] {
             assert!(parse_threshold(f, "x").is_err(), "{f}");
         }
     }

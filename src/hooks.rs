@@ -51,14 +51,11 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
     });
     let out_rx = drain(child.stdout.take().expect("piped stdout"));
     let err_rx = drain(child.stderr.take().expect("piped stderr"));
-    let status = match child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(|e| e.to_string())? {
-        Some(status) => status,
-        None => {
-            // SAFETY: kill(2) with a negative pid signals the group this hook leads.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            let _ = child.wait();
-            return Err(format!("`{cmd}` timed out after {timeout_secs}s"));
-        }
+    let Some(status) = child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(|e| e.to_string())? else {
+        // SAFETY: kill(2) with a negative pid signals the group this hook leads.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = child.wait();
+        return Err(format!("`{cmd}` timed out after {timeout_secs}s"));
     };
     let _ = writer.join();
     // A background process the command left behind may hold the pipes open: read what

@@ -18,7 +18,7 @@ pub fn render() -> Vec<u8> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let mut roff = Roff::new();
         roff.control("SH", [format!("COMMAND: {}", sub.get_name().to_uppercase()).as_str()]);
-        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let about = sub.get_about().map(std::string::ToString::to_string).unwrap_or_default();
         roff.text([roman(about)]);
         let full: &'static str = Box::leak(format!("rivumi-compact {}", sub.get_name()).into_boxed_str());
         let sub_man = clap_mangen::Man::new(sub.clone().name(full));

@@ -150,11 +150,9 @@ pub fn shell_command(args: &Value) -> Option<String> {
     };
     let joined = match raw {
         Value::String(s) => s.clone(),
-        Value::Array(a) => a
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Value::Array(a) => {
+            a.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect::<Vec<_>>().join(" ")
+        }
         _ => return None,
     };
     Some(unwrap_shell(joined.trim()))
@@ -186,7 +184,7 @@ fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -
         None => return format!("unknown (`{verify}` has no result yet)"),
         Some(r) => match &r.kind {
             crate::transcript::ItemKind::ToolResult { exit_code, .. } => (r.failed(), *exit_code),
-            _ => (false, None),
+            crate::transcript::ItemKind::Message { .. } => (false, None),
         },
     };
     match (state, code) {

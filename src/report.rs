@@ -76,7 +76,7 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
     let mut out = format!("\nper turn ({denominator} against {limit}; | marks the threshold):\n");
     let width = rows.iter().map(|(turn, _)| turn.chars().count()).max().unwrap_or(4).min(32);
     for (turn, fig) in rows {
-        let filled = ((fig.tokens as u128 * BAR as u128) / limit as u128).min(BAR as u128) as usize;
+        let filled = ((u128::from(fig.tokens) * BAR as u128) / u128::from(limit)).min(BAR as u128) as usize;
         let mut bar: Vec<char> = (0..BAR).map(|i| if i < filled { '#' } else { '.' }).collect();
         if mark < BAR {
             bar[mark] = '|';

@@ -34,7 +34,7 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
     let shown = file.display().to_string();
     let mut out = Vec::new();
     let mut v = |line: usize, code: &'static str, message: String| {
-        out.push(Violation { file: shown.clone(), line, code, message })
+        out.push(Violation { file: shown.clone(), line, code, message });
     };
     // A transcript that parses whole has no bad line: check the rest directly.
     if let Ok(t) = transcript::parse(src, file) {
@@ -168,7 +168,7 @@ fn never_completed(t: &Transcript<'_>, at: &dyn Fn(usize) -> usize, v: &mut dyn 
     for (ri, r) in t.records.iter().enumerate() {
         match &r.kind {
             RecordKind::Event { name, id } if Event::CompactionRequested.is(name) => {
-                open.push((id.as_deref().unwrap_or("").to_string(), ri, false))
+                open.push((id.as_deref().unwrap_or("").to_string(), ri, false));
             }
             RecordKind::Event { name, id } if Event::CompactionCompleted.is(name) => {
                 let id = id.as_deref().unwrap_or("");

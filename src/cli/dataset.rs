@@ -22,7 +22,7 @@ struct Counts {
 }
 
 /// Runs dataset mode over the inputs: stdout for one input, else `DIR/<name>/transcript.jsonl`.
-pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize) -> Result<Exit> {
+pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize) -> Exit {
     crate::signals::install();
     let pool = crate::batch::pool(jobs);
     let mut total = Counts::default();
@@ -35,7 +35,7 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
                 total.bad += counts.bad;
             }
             // A reader that closed stdout early (`head`) is not an error.
-            Ok(None) => return Ok(Exit::Ok),
+            Ok(None) => return Exit::Ok,
             Err(e) => {
                 crate::ui::error(&e.to_string());
                 failed.push(e.exit());
@@ -49,12 +49,12 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
         total.lines - total.changed - total.bad,
         total.bad
     ));
-    Ok(match failed[..] {
+    match failed[..] {
         // A single input keeps its own exit code (3 for bad input).
         [code] if inputs.len() == 1 => code,
         [] if total.bad == 0 => Exit::Ok,
         _ => Exit::Failed,
-    })
+    }
 }
 
 /// One dataset file: its counts, or `None` when stdout was closed by its reader.
@@ -68,8 +68,8 @@ fn one(
     let Some(out) = out_dir else {
         let stdout = io::stdout();
         let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-        let streamed =
-            stream(reader, &mut w, &input.path, settings, pool).and_then(|c| w.flush().map(|_| c).map_err(Stop::Write));
+        let streamed = stream(reader, &mut w, &input.path, settings, pool)
+            .and_then(|c| w.flush().map(|()| c).map_err(Stop::Write));
         return match streamed {
             Ok(c) => Ok(Some(c)),
             Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(None),

@@ -166,7 +166,7 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn new(root: &'a Path, exts: &'a [&'a str], exclude: Option<&'a Path>, filter: Filter<'a>) -> Self {
-        Walk { root, exts, exclude, filter, seen: Default::default(), ancestors: Vec::new() }
+        Walk { root, exts, exclude, filter, seen: std::collections::HashMap::default(), ancestors: Vec::new() }
     }
 
     fn run(&mut self, dir: &Path, out: &mut Vec<Input>) -> Result<()> {
@@ -193,7 +193,7 @@ impl<'a> Walk<'a> {
         self.ancestors.push(key);
         // The entry's file type comes with the directory listing: no stat per plain file.
         let mut entries: Vec<(PathBuf, Option<std::fs::FileType>)> =
-            entries.filter_map(|e| e.ok()).map(|e| (e.path(), e.file_type().ok())).collect();
+            entries.filter_map(std::result::Result::ok).map(|e| (e.path(), e.file_type().ok())).collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         for (p, file_type) in entries {
             self.entry(p, file_type, out)?;
@@ -206,7 +206,7 @@ impl<'a> Walk<'a> {
         let linked = file_type.is_some_and(|t| t.is_symlink());
         // Only a symbolic link needs a stat to learn what it points to.
         let target = if linked { std::fs::metadata(&p).map(|m| m.file_type()) } else { Ok(file_type.unwrap()) };
-        if target.as_ref().is_ok_and(|t| t.is_dir()) {
+        if target.as_ref().is_ok_and(std::fs::FileType::is_dir) {
             // Only folders can hold the out-dir; a file is never canonicalized.
             if !self.exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
                 self.run(&p, out)?;

@@ -24,7 +24,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
         let mut s = settings.clone();
         s.input_format = crate::formats::InputFormat::Openai;
-        return super::dataset::run(&inputs, &s, out.as_ref(), jobs(args.jobs));
+        return Ok(super::dataset::run(&inputs, &s, out.as_ref(), jobs(args.jobs)));
     }
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
         return Err(Error::Usage(format!(
@@ -59,7 +59,7 @@ fn out_dir(dir: &Path, inputs: &[Input]) -> Result<OutDir> {
 
 /// `--jobs`, capped to the cores the machine has (0: all of them).
 pub(super) fn jobs(asked: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if asked > cores {
         crate::ui::warn(&format!("--jobs {asked}: this machine has {cores} core(s); using {cores}"));
     }
@@ -102,7 +102,9 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
         match r {
             None => skipped += 1,
             Some(Ok((line, warnings, changed, emitted))) => {
-                warnings.iter().for_each(|w| crate::ui::warn(w));
+                for w in &warnings {
+                    crate::ui::warn(w);
+                }
                 compacted += usize::from(changed);
                 if inputs.len() == 1 {
                     crate::ui::note(&line);

@@ -153,7 +153,7 @@ fn assistant(
     for b in msg.get("content").and_then(Value::as_array).into_iter().flatten() {
         match b.get("type").and_then(Value::as_str) {
             Some("text") => {
-                push(record, "content", json!({"type": "text", "text": b.get("text").cloned().unwrap_or(json!(""))}))
+                push(record, "content", json!({"type": "text", "text": b.get("text").cloned().unwrap_or(json!(""))}));
             }
             Some("tool_use") => {
                 let call_id = b.get("id").and_then(Value::as_str).unwrap_or("");

@@ -123,16 +123,15 @@ impl State {
         let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or(id).to_string();
         let name = p.get("name").and_then(Value::as_str).unwrap_or("tool").to_string();
         self.names.insert(call_id.clone(), name.clone());
-        let at = match self.open_assistant {
-            Some(at) => at,
-            None => {
-                let turn = self.turn_id();
-                self.out.records.push(Value::Object(message(id, &turn, "assistant", json!(""))));
-                let at = self.out.records.len() - 1;
-                self.open_assistant = Some(at);
-                self.last_assistant = Some(at);
-                at
-            }
+        let at = if let Some(at) = self.open_assistant {
+            at
+        } else {
+            let turn = self.turn_id();
+            self.out.records.push(Value::Object(message(id, &turn, "assistant", json!(""))));
+            let at = self.out.records.len() - 1;
+            self.open_assistant = Some(at);
+            self.last_assistant = Some(at);
+            at
         };
         let rec = self.out.records[at].as_object_mut().expect("an object");
         let calls = rec.entry("tool_calls").or_insert_with(|| json!([]));

@@ -44,7 +44,7 @@ impl Imported {
 /// Parses every non-blank line as a JSON object, with file:line:column errors.
 pub fn json_lines(raw: &[u8], file: &Path) -> Result<Vec<(usize, Value)>> {
     let text = std::str::from_utf8(raw).map_err(|e| {
-        let line = raw[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+        let line = memchr::memchr_iter(b'\n', &raw[..e.valid_up_to()]).count() + 1;
         let start = raw[..e.valid_up_to()].iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
         let column = String::from_utf8_lossy(&raw[start..e.valid_up_to()]).chars().count() + 1;
         Error::bad_line(file, line, column, "invalid UTF-8: expected UTF-8 text")

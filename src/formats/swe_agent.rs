@@ -54,7 +54,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                 )));
             }
             "system" | "user" | "developer" => {
-                out.records.push(Value::Object(message(&id, &format!("step-{step}"), role, content)))
+                out.records.push(Value::Object(message(&id, &format!("step-{step}"), role, content)));
             }
             other => out.skip(&format!("history/{other}")),
         }

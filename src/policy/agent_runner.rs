@@ -9,7 +9,7 @@ use crate::render;
 use crate::transcript::{Synthetic, Transcript};
 use serde_json::{json, Map};
 
-pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Proposal {
+pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u64]) -> Proposal {
     let fig = cumulative_usage(t, est);
     let limit = cfg.task.max_total_tokens;
     let mut p = Proposal::new(base_decision(PressurePath::AgentRunner, cfg, opts, fig, limit), cfg, est);
@@ -37,7 +37,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u
             let l = limit.unwrap_or(0);
             let text = render::pressure_reminder(fig.tokens, l);
             let turn = injected::last_input_turn(t);
-            p.reminder = Some(injected::record(Synthetic::PressureReminder, &turn, Map::new(), text));
+            p.reminder = Some(injected::record(Synthetic::PressureReminder, turn.as_deref(), Map::new(), text));
             p.plan.decision.reminder_injected = true;
             p.plan.decision.action = Action::PressureReminder;
             p.plan.journal.push(Event::PressureReminderInjected, json!({"used": fig.tokens, "limit": l}));

@@ -9,7 +9,7 @@ use crate::tokens;
 use crate::transcript::{RecordKind, Role, Synthetic, Transcript};
 use serde_json::{json, Map, Value};
 
-pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: &Options, est: &[u64]) -> Proposal {
+pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u64]) -> Proposal {
     let fig = occupancy(t, est);
     let window = cfg.runtime.context_window;
     let mut p = Proposal::new(base_decision(PressurePath::Conversation, cfg, opts, fig, window), cfg, est);
@@ -167,7 +167,7 @@ impl CheckpointDraft {
         own.insert("retained_turn_ids".into(), json!(self.retained));
         own.insert("occupancy_before".into(), json!(before));
         own.insert("occupancy_after".into(), json!(after));
-        let record = injected::with_id(&id, Synthetic::Checkpoint, &self.first_turn, own, self.text.clone());
+        let record = injected::with_id(&id, Synthetic::Checkpoint, self.first_turn.as_deref(), own, self.text.clone());
         let event = json!({"id": id, "summarized_turn_ids": self.summarized, "retained_turn_ids": self.retained,
             "occupancy_before": before, "occupancy_after": after});
         Ok(CheckpointDone { at: self.at, record, text: self.text, event })

@@ -50,7 +50,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], reasons: &m
     own.insert("summarized".into(), Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()));
     own.insert("summarized_usage".into(), summarized_usage(t, eligible, est));
     let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
-    let record = injected::record(Synthetic::HistorySummaryFallback, &first_turn, own, text.clone());
+    let record = injected::record(Synthetic::HistorySummaryFallback, first_turn.as_deref(), own, text.clone());
     let before: u64 = est.iter().sum();
     let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
     let after = before - removed + tokens::count_text(&text, cfg.tokenizer);
@@ -101,12 +101,11 @@ fn summarized_usage(t: &Transcript<'_>, eligible: &[usize], est: &[u64]) -> Valu
         if item.role() != Some(Role::Assistant) {
             continue;
         }
-        match item.usage() {
-            Some(u) => sum.add(u),
-            None => {
-                sum.input_tokens = sum.input_tokens.saturating_add(prefix[i + 1]);
-                estimated = true;
-            }
+        if let Some(u) = item.usage() {
+            sum.add(u)
+        } else {
+            sum.input_tokens = sum.input_tokens.saturating_add(prefix[i + 1]);
+            estimated = true;
         }
     }
     json!({"input_tokens": sum.input_tokens, "cache_read_tokens": sum.cache_read_tokens,

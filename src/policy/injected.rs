@@ -5,7 +5,7 @@ use crate::transcript::{Synthetic, Transcript};
 use serde_json::{json, Map, Value};
 
 /// An injected record with the id `rivumi:<kind>`.
-pub(super) fn record(kind: Synthetic, turn: &Option<String>, own: Map<String, Value>, content: String) -> String {
+pub(super) fn record(kind: Synthetic, turn: Option<&str>, own: Map<String, Value>, content: String) -> String {
     with_id(&format!("rivumi:{}", kind.as_str()), kind, turn, own, content)
 }
 
@@ -13,7 +13,7 @@ pub(super) fn record(kind: Synthetic, turn: &Option<String>, own: Map<String, Va
 pub(super) fn with_id(
     id: &str,
     kind: Synthetic,
-    turn: &Option<String>,
+    turn: Option<&str>,
     own: Map<String, Value>,
     content: String,
 ) -> String {
@@ -32,7 +32,7 @@ pub(super) fn with_id(
 pub(super) fn reanchor(t: &Transcript<'_>, text: &str, variant: super::PressurePath) -> String {
     let mut own = Map::new();
     own.insert("variant".into(), json!(variant.as_str()));
-    record(Synthetic::Reanchor, &last_input_turn(t), own, text.to_string())
+    record(Synthetic::Reanchor, last_input_turn(t).as_deref(), own, text.to_string())
 }
 
 pub(super) fn last_input_turn(t: &Transcript<'_>) -> Option<String> {

@@ -41,12 +41,11 @@ impl CumulativeUsage {
         if !item.is_input() || item.role() != Some(Role::Assistant) {
             return;
         }
-        match item.usage() {
-            Some(u) => self.figure.tokens = self.figure.tokens.saturating_add(u.size()),
-            None => {
-                self.figure.tokens = self.figure.tokens.saturating_add(self.prefix);
-                self.figure.estimated = true;
-            }
+        if let Some(u) = item.usage() {
+            self.figure.tokens = self.figure.tokens.saturating_add(u.size())
+        } else {
+            self.figure.tokens = self.figure.tokens.saturating_add(self.prefix);
+            self.figure.estimated = true;
         }
     }
 }
@@ -134,5 +133,5 @@ impl Occupancy {
 
 /// `used × 10000 >= t × limit`, in integers.
 pub fn reaches(used: u64, limit: u64, threshold_bp: u64) -> bool {
-    used as u128 * 10_000 >= threshold_bp as u128 * limit as u128
+    u128::from(used) * 10_000 >= u128::from(threshold_bp) * u128::from(limit)
 }

@@ -214,8 +214,8 @@ impl Proposal {
 pub fn propose(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Proposal {
     let est = tokens::item_estimates(t, cfg.tokenizer);
     match cfg.runtime.kind {
-        RuntimeKind::AgentRunner => agent_runner::propose(t, cfg, opts, &est),
-        RuntimeKind::Conversation => conversation::propose(t, cfg, opts, &est),
+        RuntimeKind::AgentRunner => agent_runner::propose(t, cfg, *opts, &est),
+        RuntimeKind::Conversation => conversation::propose(t, cfg, *opts, &est),
     }
 }
 
@@ -224,7 +224,7 @@ pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
     propose(t, cfg, opts).finish()
 }
 
-fn base_decision(path: PressurePath, cfg: &Config, opts: &Options, fig: Figure, limit: Option<u64>) -> Decision {
+fn base_decision(path: PressurePath, cfg: &Config, opts: Options, fig: Figure, limit: Option<u64>) -> Decision {
     Decision {
         path,
         denominator: path.denominator(),

@@ -37,7 +37,7 @@ pub fn cut(s: &str, max: usize) -> String {
 
 /// The ratio `used / limit` rounded half-up to 4 decimals, computed in integers.
 pub fn ratio(used: u64, limit: u64) -> f64 {
-    let bp = (used as u128 * 20_000 + limit as u128) / (2 * limit as u128);
+    let bp = (u128::from(used) * 20_000 + u128::from(limit)) / (2 * u128::from(limit));
     bp as f64 / 10_000.0
 }
 
@@ -54,6 +54,7 @@ pub fn pressure_reminder(used: u64, limit: u64) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    #[allow(clippy::float_cmp)] // exact values: the ratio is computed in integers
     fn ratios_round_half_up_to_four_decimals() {
         for (used, limit, want) in [
             (17_000, 20_000, 0.85),

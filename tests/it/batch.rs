@@ -2,6 +2,7 @@
 //! ones, identical output whatever --jobs is, inputs never overwritten, stats.
 
 use crate::support::{path_str, root, run, stderr, stdout};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 
 fn tree(dir: &Path) {
@@ -155,7 +156,6 @@ fn sigint_stops_a_batch_cleanly() {
     }
     unsafe_kill(child.id());
     let o = child.wait_with_output().unwrap();
-    use std::os::unix::process::ExitStatusExt;
     assert_eq!(o.status.signal(), Some(2), "dies of the SIGINT it got: {}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not started (interrupted)"));
     let files = listing(out.path());

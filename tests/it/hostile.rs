@@ -41,7 +41,10 @@ fn files(dir: &Path) -> Vec<String> {
 
 fn no_temporaries(dir: &Path) {
     let all = files(dir);
-    assert!(!all.iter().any(|f| f.contains(".rivumi-") || f.ends_with(".tmp")), "temporary files left: {all:?}");
+    assert!(
+        !all.iter().any(|f| f.contains(".rivumi-") || std::path::Path::new(f).extension().is_some_and(|e| e == "tmp")),
+        "temporary files left: {all:?}"
+    );
 }
 
 /// Runs the binary through `sh -c` (for pipes, limits and umask).

@@ -73,7 +73,7 @@ fn claude_code_sessions_are_past_their_auto_compaction() {
         assert_eq!(d["path"], "conversation");
         assert_eq!(d["input_format"], "claude-code");
         // FORMAT-NOTES: the last assistant usage on the leaf path is 77419 and 132649.
-        let expected = if name.starts_with("session-258c") { 77419 } else { 132649 };
+        let expected = if name.starts_with("session-258c") { 77_419 } else { 132_649 };
         assert_eq!(d["used"], expected, "{name}: occupancy after the boundary");
     }
 }

@@ -83,7 +83,7 @@ fn the_chart_and_the_decision_agree_after_a_checkpoint() {
     let case = "testdata/cases/conversation-after-checkpoint/input.jsonl";
     let d: serde_json::Value = serde_json::from_slice(&run(&["decide", "--json", case]).stdout).unwrap();
     let text = stdout(&run(&["decide", case]));
-    let last_row = text.lines().filter(|l| l.starts_with("  t")).last().expect("a chart row");
+    let last_row = text.lines().rfind(|l| l.starts_with("  t")).expect("a chart row");
     let figure: u64 = last_row.split_whitespace().nth(3).unwrap().parse().unwrap();
     assert_eq!(Some(figure), d["used"].as_u64(), "{text}");
 }
