@@ -1,16 +1,14 @@
-//! Inputs → jobs → results, in input order, streamed: `--jobs` worker threads take
-//! inputs in order, and each result is handed to the caller as soon as every earlier one
-//! has been, so outputs, warnings and errors appear as files finish. Workers run at most
-//! [`WINDOW`] inputs ahead of the oldest unreported one, so memory does not grow with the
-//! number of inputs. A progress bar shows on a terminal; after a signal (see
+//! Inputs → jobs → results, in input order, streamed: `--jobs` threads process a window
+//! of [`WINDOW`] inputs while the results of the window before are handed to the caller
+//! in order, so outputs, warnings and errors appear as files finish and memory does not
+//! grow with the number of inputs. A progress bar shows on a terminal; after a signal (see
 //! [`crate::signals`]) no new input starts.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// How many inputs may be done or in progress beyond the oldest unreported one.
+/// How many inputs are processed together (results are held for two windows at most).
 pub const WINDOW: usize = 256;
 
 /// Runs `f` over `items` on `jobs` threads and calls `sink` with each index and result
@@ -24,52 +22,37 @@ pub fn for_each<I: Sync, R: Send>(
     mut sink: impl FnMut(usize, Option<R>) -> bool,
 ) {
     let bar = progress.then(|| progress_bar(items.len()));
-    let next = AtomicUsize::new(0);
+    let pool = pool(jobs.max(1));
     let stop = AtomicBool::new(false);
-    // The index of the oldest result not yet given to `sink`.
-    let reported = (Mutex::new(0usize), Condvar::new());
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<R>)>();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, items.len().max(1)) {
-            let tx = tx.clone();
-            let (next, stop, reported, f, bar) = (&next, &stop, &reported, &f, &bar);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= items.len() {
-                    return;
-                }
-                let (lock, ready) = reported;
-                let mut oldest = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                while i >= *oldest + WINDOW && !stop.load(Ordering::SeqCst) {
-                    oldest = ready.wait(oldest).unwrap_or_else(std::sync::PoisonError::into_inner);
-                }
-                drop(oldest);
-                let skip = stop.load(Ordering::SeqCst) || crate::signals::interrupted();
-                let r = (!skip).then(|| f(&items[i]));
-                if let (Some(b), false) = (bar, skip) {
-                    b.inc(1);
-                }
-                if tx.send((i, r)).is_err() {
-                    return;
-                }
-            });
+    let one = |item: &I| {
+        if stop.load(Ordering::SeqCst) || crate::signals::interrupted() {
+            return None;
         }
-        drop(tx);
-        let mut pending = BTreeMap::new();
-        let mut want = 0;
-        for (i, r) in rx {
-            pending.insert(i, r);
-            while let Some(r) = pending.remove(&want) {
-                if !stop.load(Ordering::SeqCst) && !sink(want, r) {
+        let r = f(item);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        Some(r)
+    };
+    // A window at a time: its items run in parallel, then are reported in order while
+    // the next window runs, so at most two windows of results are held.
+    let windows: Vec<&[I]> = items.chunks(WINDOW).collect();
+    let mut ready: Option<Vec<Option<R>>> = None;
+    let mut at = 0;
+    for k in 0..=windows.len() {
+        let next = windows.get(k).copied();
+        ready = std::thread::scope(|scope| {
+            let (pool, one) = (&pool, &one);
+            let running = next.map(|w| scope.spawn(move || pool.install(|| w.par_iter().map(one).collect::<Vec<_>>())));
+            for r in ready.take().into_iter().flatten() {
+                if !stop.load(Ordering::SeqCst) && !sink(at, r) {
                     stop.store(true, Ordering::SeqCst);
                 }
-                want += 1;
-                let (lock, ready) = &reported;
-                *lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = want;
-                ready.notify_all();
+                at += 1;
             }
-        }
-    });
+            running.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        });
+    }
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -125,7 +108,7 @@ mod tests {
     #[test]
     fn a_sink_can_stop_the_batch() {
         let items: Vec<usize> = (0..5000).collect();
-        let started = AtomicUsize::new(0);
+        let started = std::sync::atomic::AtomicUsize::new(0);
         let mut reported = 0;
         for_each(
             &items,
@@ -138,6 +121,6 @@ mod tests {
             },
         );
         assert_eq!(reported, 11);
-        assert!(started.load(Ordering::SeqCst) < 11 + WINDOW + 4, "no new item after the stop");
+        assert!(started.load(Ordering::SeqCst) <= 3 * WINDOW, "no new window after the stop");
     }
 }

@@ -273,7 +273,7 @@ pub fn parse_threshold(f: f64, shown: &str) -> std::result::Result<u64, String> 
 #[derive(Debug, Clone, Default)]
 pub struct Globs {
     patterns: Vec<String>,
-    set: GlobSet,
+    set: std::sync::Arc<GlobSet>,
 }
 
 impl Globs {
@@ -290,11 +290,18 @@ impl Globs {
     /// Compiles a list once per process: a batch of 10,000 transcripts with the same
     /// lists compiles each list once.
     fn compile(patterns: &[String]) -> std::result::Result<Globs, String> {
-        type Cache = std::sync::Mutex<std::collections::HashMap<Vec<String>, std::result::Result<GlobSet, String>>>;
+        type Compiled = std::result::Result<std::sync::Arc<GlobSet>, String>;
+        type Cache = std::sync::Mutex<std::collections::HashMap<Vec<String>, Compiled>>;
         static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let set = cache.entry(patterns.to_vec()).or_insert_with(|| Globs::build(patterns)).clone()?;
+        let set = if let Some(compiled) = cache.get(patterns) {
+            compiled.clone()?
+        } else {
+            let compiled = Globs::build(patterns).map(std::sync::Arc::new);
+            cache.insert(patterns.to_vec(), compiled.clone());
+            compiled?
+        };
         Ok(Globs { patterns: patterns.to_vec(), set })
     }
 
@@ -415,10 +422,31 @@ impl fmt::Display for Layer {
 #[derive(Debug, Clone)]
 pub struct Layered {
     pub config: Config,
-    /// Every key (JSON path), in `config` order, with its value and layer.
-    pub keys: Vec<(String, Value, Layer)>,
     /// Things worth telling the user (ignored session keys).
     pub warnings: Vec<String>,
+    /// The merged layers, for [`Layered::keys`].
+    layers: Builder,
+}
+
+impl Layered {
+    /// Every key (JSON path), in `config` order, with its value and the layer it came
+    /// from (computed on demand: only `config` shows it).
+    pub fn keys(&self) -> Vec<(String, Value, Layer)> {
+        let from: BTreeMap<&str, Layer> = self
+            .layers
+            .layers
+            .iter()
+            .flat_map(|(leaves, layer)| leaves.iter().map(move |(k, _)| (k.as_str(), *layer)))
+            .collect();
+        let mut keys = Vec::new();
+        flatten(&self.layers.tree, "", &mut keys);
+        keys.into_iter()
+            .map(|(k, v)| {
+                let layer = from.get(k.as_str()).copied().unwrap_or(Layer::Default);
+                (k, v, layer)
+            })
+            .collect()
+    }
 }
 
 /// Merges layers over the defaults. Each layer is checked when it is laid on, so an
@@ -433,8 +461,9 @@ pub struct Builder {
 
 impl Default for Builder {
     fn default() -> Self {
-        let tree = serde_json::to_value(Config::default()).expect("the defaults serialize");
-        Builder { tree, layers: Vec::new(), warnings: Vec::new() }
+        static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        let tree = DEFAULTS.get_or_init(|| serde_json::to_value(Config::default()).expect("the defaults serialize"));
+        Builder { tree: tree.clone(), layers: Vec::new(), warnings: Vec::new() }
     }
 }
 
@@ -452,8 +481,25 @@ impl Builder {
             }
             !executable
         });
-        self.lay(leaves, Layer::Session)
-            .map_err(|(key, m)| Error::bad_input(file, format!("session record: `{key}`: {m}")))
+        // Checked once, with the layers above it, by `build_for_session`.
+        let _ = file;
+        for (key, value) in &leaves {
+            set(&mut self.tree, key, value.clone());
+        }
+        self.layers.push((leaves, Layer::Session));
+        Ok(())
+    }
+
+    /// Builds a configuration whose session layer was laid unchecked (the other layers
+    /// are checked when laid): an error can only be the session record's, and names it.
+    /// One deserialization per transcript.
+    pub fn build_for_session(self, file: &Path) -> Result<Layered> {
+        if let Ok(config) = Config::deserialize(&self.tree) {
+            let warnings = self.warnings.clone();
+            return Ok(Layered { config, warnings, layers: self });
+        }
+        let e = serde_path_to_error::deserialize::<_, Config>(&self.tree).expect_err("it failed once");
+        Err(Error::bad_input(file, format!("session record: `{}`: {}", e.path(), e.inner())))
     }
 
     /// A `--config` JSON file's object: unknown keys are errors.
@@ -477,21 +523,8 @@ impl Builder {
     /// The typed configuration and where each value came from.
     pub fn build(self) -> Layered {
         let config: Config = Config::deserialize(&self.tree).expect("every layer was checked");
-        let from: BTreeMap<&str, Layer> = self
-            .layers
-            .iter()
-            .flat_map(|(leaves, layer)| leaves.iter().map(move |(k, _)| (k.as_str(), *layer)))
-            .collect();
-        let mut keys = Vec::new();
-        flatten(&self.tree, "", &mut keys);
-        let keys = keys
-            .into_iter()
-            .map(|(k, v)| {
-                let layer = from.get(k.as_str()).copied().unwrap_or(Layer::Default);
-                (k, v, layer)
-            })
-            .collect();
-        Layered { config, keys, warnings: self.warnings }
+        let warnings = self.warnings.clone();
+        Layered { config, warnings, layers: self }
     }
 
     /// The known leaves of `obj` (known keys come from the defaults' tree).
@@ -519,7 +552,8 @@ impl Builder {
         for (key, value) in &leaves {
             set(&mut tree, key, value.clone());
         }
-        if let Err(e) = serde_path_to_error::deserialize::<_, Config>(&tree) {
+        if Config::deserialize(&tree).is_err() {
+            let e = serde_path_to_error::deserialize::<_, Config>(&tree).expect_err("it failed once");
             return Err((e.path().to_string(), e.inner().to_string()));
         }
         self.tree = tree;
@@ -596,6 +630,10 @@ mod tests {
         let session: Map<String, Value> =
             serde_json::from_str(r#"{"id":"s","task":{"max_total_tokens":9},"hooks":{"pre_compact":"x"}}"#).unwrap();
         b.session(&session, Path::new("t.jsonl")).unwrap();
+        let mut bad = Builder::default();
+        bad.session(&serde_json::from_str(r#"{"threshold":2}"#).unwrap(), Path::new("t.jsonl")).unwrap();
+        let e = bad.build_for_session(Path::new("t.jsonl")).unwrap_err().to_string();
+        assert_eq!(e, "t.jsonl: session record: `threshold`: threshold 2 is outside (0, 1]");
         let file = serde_json::json!({"workspace": {"allowed_paths": ["src/**"]}, "threshold": 0.9});
         b.file(&file, Path::new("c.json")).unwrap();
         let bad = serde_json::json!({"reanchor": {"write_tools": ["a[" ]}});
@@ -609,7 +647,8 @@ mod tests {
         assert!(layered.config.workspace.allowed_paths.is_match("src/a/b.rs"));
         assert!(!layered.config.workspace.allowed_paths.is_match("lib/a.rs"));
         assert_eq!(layered.config.hooks.pre_compact, None, "a transcript never chooses what runs");
-        let from = |k: &str| layered.keys.iter().find(|(key, ..)| key == k).map(|(_, _, l)| *l);
+        let keys = layered.keys();
+        let from = |k: &str| keys.iter().find(|(key, ..)| key == k).map(|(_, _, l)| *l);
         assert_eq!(from("task.max_total_tokens"), Some(Layer::Session));
         assert_eq!(from("threshold"), Some(Layer::ConfigFile));
         assert_eq!(from("runtime.kind"), Some(Layer::Default));

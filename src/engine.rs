@@ -22,6 +22,9 @@ pub struct Settings {
     pub dry_run: bool,
     /// The input format the user named (`Auto` detects).
     pub input_format: InputFormat,
+    /// The configuration of a transcript without a session record (dataset lines),
+    /// made once.
+    no_session: std::sync::OnceLock<Layered>,
 }
 
 impl Settings {
@@ -62,11 +65,12 @@ impl Settings {
 
     /// The configuration for one transcript: defaults < session < file < flags.
     pub fn config_for(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<Layered> {
+        let Some(s) = session else {
+            return Ok(self.no_session.get_or_init(|| self.layers.over(&config::Builder::default()).build()).clone());
+        };
         let mut base = config::Builder::default();
-        if let Some(s) = session {
-            base.session(s, file)?;
-        }
-        Ok(self.layers.over(&base).build())
+        base.session(s, file)?;
+        self.layers.over(&base).build_for_session(file)
     }
 }
 

@@ -161,10 +161,10 @@ fn read_regular(file: &std::fs::File, size: u64, name: &Path) -> Result<Vec<u8>>
     huge_pages(&mut buf);
     let half = len / 2;
     let (first, second) = buf.split_at_mut(half);
-    let fill = |part: &mut [u8], at: u64| file.read_exact_at(part, at);
+    let read_at = |part: &mut [u8], at: u64| file.read_exact_at(part, at);
     let (a, b) = std::thread::scope(|s| {
-        let other = s.spawn(|| fill(second, half as u64));
-        (fill(first, 0), other.join().unwrap_or_else(|_| Err(io::Error::other("reader thread panicked"))))
+        let other = s.spawn(|| read_at(second, half as u64));
+        (read_at(first, 0), other.join().unwrap_or_else(|_| Err(io::Error::other("reader thread panicked"))))
     });
     a.and(b).map_err(|e| read_error(name, &e))?;
     Ok(buf)

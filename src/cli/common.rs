@@ -84,3 +84,16 @@ pub(super) fn single_input(arg: &str, format: InputFormat) -> Result<Input> {
     }
     Ok(inputs.remove(0))
 }
+
+/// `--jobs`, capped to the cores the machine has (0: all of them).
+pub(super) fn jobs(asked: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if asked > cores {
+        crate::ui::warn(&format!("--jobs {asked}: this machine has {cores} core(s); using {cores}"));
+    }
+    if asked == 0 {
+        cores
+    } else {
+        asked.min(cores)
+    }
+}

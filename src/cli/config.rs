@@ -15,7 +15,7 @@ pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
     layered.warnings.iter().for_each(|w| ui::warn(w));
     let text = if args.json {
         let obj: Map<_, _> = layered
-            .keys
+            .keys()
             .iter()
             .map(|(k, v, from)| (k.clone(), json!({"value": v, "from": from.to_string()})))
             .collect();
@@ -23,7 +23,11 @@ pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
         s.push('\n');
         s
     } else {
-        layered.keys.iter().map(|(k, v, from)| format!("{k:<28} {:<40} {from}\n", ui::escape(&v.to_string()))).collect()
+        layered
+            .keys()
+            .iter()
+            .map(|(k, v, from)| format!("{k:<28} {:<40} {from}\n", ui::escape(&v.to_string())))
+            .collect()
     };
     stdout_write(|w| w.write_all(text.as_bytes()))
 }

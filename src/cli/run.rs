@@ -1,7 +1,7 @@
 //! `run`: one input to stdout, or many (or an out-dir) as a parallel batch; dataset
 //! mode for OpenAI-format files.
 
-use super::common::{display, print_warnings, settings, stdout_write, with_processed};
+use super::common::{display, jobs, print_warnings, settings, stdout_write, with_processed};
 use super::inputs::{self, Input};
 use super::{Emit, RunArgs};
 use crate::engine::{Processed, Settings};
@@ -55,19 +55,6 @@ fn out_dir(dir: &Path, inputs: &[Input]) -> Result<OutDir> {
     let real_inputs = real_paths(inputs);
     check_not_input(dir, inputs, &real_inputs)?;
     OutDir::create(dir, real_inputs)
-}
-
-/// `--jobs`, capped to the cores the machine has (0: all of them).
-pub(super) fn jobs(asked: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    if asked > cores {
-        crate::ui::warn(&format!("--jobs {asked}: this machine has {cores} core(s); using {cores}"));
-    }
-    if asked == 0 {
-        cores
-    } else {
-        asked.min(cores)
-    }
 }
 
 /// Several inputs (or an out-dir): processed in parallel, reported in input order as

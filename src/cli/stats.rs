@@ -28,7 +28,7 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
         })
     };
     let mut total = Stats::new();
-    crate::batch::for_each(&inputs, super::run::jobs(args.jobs), progress, one, |_, r| {
+    crate::batch::for_each(&inputs, super::common::jobs(args.jobs), progress, one, |_, r| {
         match r {
             Some(Ok(one)) => total.merge(one),
             Some(Err(e)) => {

@@ -102,7 +102,7 @@ fn summarized_usage(t: &Transcript<'_>, eligible: &[usize], est: &[u64]) -> Valu
             continue;
         }
         if let Some(u) = item.usage() {
-            sum.add(u)
+            sum.add(u);
         } else {
             sum.input_tokens = sum.input_tokens.saturating_add(prefix[i + 1]);
             estimated = true;

@@ -42,7 +42,7 @@ impl CumulativeUsage {
             return;
         }
         if let Some(u) = item.usage() {
-            self.figure.tokens = self.figure.tokens.saturating_add(u.size())
+            self.figure.tokens = self.figure.tokens.saturating_add(u.size());
         } else {
             self.figure.tokens = self.figure.tokens.saturating_add(self.prefix);
             self.figure.estimated = true;
