@@ -30,7 +30,7 @@ pub fn check(
     w: &mut dyn Write,
 ) -> Result<Exit> {
     let cases = find_cases(dir)?;
-    let real_dir = std::fs::canonicalize(dir).map_err(|e| Error::bad_input(dir, format!("cannot read: {e}")))?;
+    let real_dir = std::fs::canonicalize(dir).map_err(|e| Error::read(dir, e))?;
     if cases.is_empty() {
         return Err(Error::bad_input(dir, "no case folders (a folder holding input.jsonl) below this directory"));
     }
@@ -75,7 +75,7 @@ fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut seen = std::collections::HashMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let meta = std::fs::metadata(&d).map_err(|e| Error::bad_input(&d, format!("cannot read directory: {e}")))?;
+        let meta = std::fs::metadata(&d).map_err(|e| Error::read(&d, e))?;
         if let Some(first) = seen.insert((meta.dev(), meta.ino()), d.clone()) {
             crate::ui::warn(&format!(
                 "{}: skipped: a symbolic link to {}, already walked",
@@ -87,7 +87,7 @@ fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
         if d.join("input.jsonl").is_file() {
             out.push(d.clone());
         }
-        let entries = std::fs::read_dir(&d).map_err(|e| Error::bad_input(&d, format!("cannot read directory: {e}")))?;
+        let entries = std::fs::read_dir(&d).map_err(|e| Error::read(&d, e))?;
         let mut subdirs: Vec<PathBuf> =
             entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
         subdirs.sort();

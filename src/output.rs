@@ -105,9 +105,8 @@ pub struct OutDir {
 impl OutDir {
     /// Creates the folder if needed. `inputs` are the real paths of the inputs.
     pub fn create(dir: &Path, inputs: HashSet<PathBuf>) -> Result<OutDir, Error> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Failed(format!("{}: cannot create: {e}", dir.display())))?;
-        let real =
-            std::fs::canonicalize(dir).map_err(|e| Error::Failed(format!("{}: cannot resolve: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        let real = std::fs::canonicalize(dir).map_err(|e| Error::write(dir, e))?;
         Ok(OutDir { given: dir.to_path_buf(), real, inputs })
     }
 
@@ -157,15 +156,20 @@ fn new_folder(
         write(f, &mut file)?;
         file.flush()?;
     }
-    match signals::committing(|| std::fs::rename(tmp.path(), real)) {
+    signals::committing(|| match std::fs::rename(tmp.path(), real) {
         Ok(()) => {
             let _ = tmp.keep();
             Ok(())
         }
-        // The folder appeared meanwhile: write into it instead.
-        Err(_) if real.is_dir() => replace_files(real, files, write),
+        // The folder appeared meanwhile: move the files just written into it.
+        Err(_) if real.is_dir() => {
+            for f in files {
+                std::fs::rename(tmp.path().join(f), real.join(f))?;
+            }
+            remove_stale(real, files)
+        }
         Err(e) => Err(e),
-    }
+    })
 }
 
 fn replace_files(
@@ -181,14 +185,19 @@ fn replace_files(
         for (tmp, f) in temps {
             tmp.persist(&real.join(f)).map_err(|e| e.error)?;
         }
-        for stale in Output::ALL.iter().map(|o| o.file_name()).filter(|n| !files.contains(n)) {
-            let p = real.join(stale);
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
-                std::fs::remove_file(&p)?;
-            }
-        }
-        Ok(())
+        remove_stale(real, files)
     })
+}
+
+/// Removes the output files an earlier run made that this run does not.
+fn remove_stale(real: &Path, files: &[&str]) -> io::Result<()> {
+    for stale in Output::ALL.iter().map(|o| o.file_name()).filter(|n| !files.contains(n)) {
+        let p = real.join(stale);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    Ok(())
 }
 
 /// The outputs of one run, by the file name `--out-dir` gives each.

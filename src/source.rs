@@ -80,7 +80,7 @@ impl Opened {
 
     fn new(mut rest: Box<dyn Read + Send>, name: &Path, size: Option<u64>) -> Result<Opened> {
         let mut head = Vec::with_capacity(SNIFF_BYTES);
-        (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| read_error(name, &e))?;
+        (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::read(name, e))?;
         let opened = Opened { head, rest, name: name.to_path_buf(), size, file: None };
         if opened.size.is_none() {
             opened.check_start()?;
@@ -125,7 +125,7 @@ impl Opened {
         buf.reserve(self.size.map_or(0, |s| (s as usize).saturating_sub(buf.len()) + 1));
         let room = limit.saturating_sub(buf.len() as u64);
         let mut rest = self.rest.take(room.saturating_add(1));
-        rest.read_to_end(&mut buf).map_err(|e| read_error(&self.name, &e))?;
+        rest.read_to_end(&mut buf).map_err(|e| Error::read(&self.name, e))?;
         if buf.len() as u64 > limit {
             return Err(too_large(&self.name, limit));
         }
@@ -166,7 +166,7 @@ fn read_regular(file: &std::fs::File, size: u64, name: &Path) -> Result<Vec<u8>>
         let other = s.spawn(|| read_at(second, half as u64));
         (read_at(first, 0), other.join().unwrap_or_else(|_| Err(io::Error::other("reader thread panicked"))))
     });
-    a.and(b).map_err(|e| read_error(name, &e))?;
+    a.and(b).map_err(|e| Error::read(name, e))?;
     Ok(buf)
 }
 
@@ -182,10 +182,6 @@ fn huge_pages(buf: &mut [u8]) {
         // MADV_HUGEPAGE changes how pages are backed, never their contents.
         unsafe { libc::madvise(aligned as *mut libc::c_void, (end - aligned) / HUGE * HUGE, libc::MADV_HUGEPAGE) };
     }
-}
-
-fn read_error(name: &Path, e: &io::Error) -> Error {
-    Error::read(name, io::Error::new(e.kind(), e.to_string()))
 }
 
 fn too_large(name: &Path, limit: u64) -> Error {

@@ -25,7 +25,7 @@ pub struct Input {
     /// (or the file name), without extension; only plain names, never `.` or `..`.
     pub out_name: PathBuf,
     /// Why a walk could not read this entry; reported when it is processed.
-    broken: Option<String>,
+    broken: Mutex<Option<std::io::Error>>,
     /// Whether the path was reached through a symbolic link (its real path differs).
     pub linked: bool,
     /// The input already opened to look at its head (read once: pipes cannot rewind).
@@ -34,7 +34,12 @@ pub struct Input {
 
 impl Input {
     fn new(path: PathBuf, out_name: PathBuf) -> Input {
-        Input { path, out_name, broken: None, linked: false, opened: Mutex::new(None) }
+        Input { path, out_name, broken: Mutex::new(None), linked: false, opened: Mutex::new(None) }
+    }
+
+    /// An entry a walk could not read: it fails with `error` when it is processed.
+    fn broken(path: PathBuf, out_name: PathBuf, error: std::io::Error) -> Input {
+        Input { broken: Mutex::new(Some(error)), ..Input::new(path, out_name) }
     }
 
     pub fn is_stdin(&self) -> bool {
@@ -43,8 +48,8 @@ impl Input {
 
     /// Opens the input (once: a head read by [`Input::peek_format`] is handed over).
     pub fn open(&self) -> Result<Opened> {
-        if let Some(msg) = &self.broken {
-            return Err(Error::bad_input(&self.path, msg.clone()));
+        if let Some(e) = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            return Err(Error::read(&self.path, e));
         }
         if let Some(o) = self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             return Ok(o);
@@ -170,7 +175,7 @@ impl<'a> Walk<'a> {
     }
 
     fn run(&mut self, dir: &Path, out: &mut Vec<Input>) -> Result<()> {
-        let meta = std::fs::metadata(dir).map_err(|e| Error::bad_input(dir, format!("cannot read directory: {e}")))?;
+        let meta = std::fs::metadata(dir).map_err(|e| Error::read(dir, e))?;
         let key = (meta.dev(), meta.ino());
         if let Some(first) = self.seen.get(&key) {
             let what = if self.ancestors.contains(&key) { "a symbolic link loop" } else { "a second link" };
@@ -181,12 +186,10 @@ impl<'a> Walk<'a> {
         let entries = match std::fs::read_dir(dir) {
             Ok(rd) => rd,
             // The top folder is named by the user: its failure is the command's failure.
-            Err(e) if dir == self.root => {
-                return Err(Error::bad_input(dir, format!("cannot read directory: {e}")));
-            }
+            Err(e) if dir == self.root => return Err(Error::read(dir, e)),
             Err(e) => {
                 let rel = dir.strip_prefix(self.root).unwrap_or(dir).to_path_buf();
-                out.push(Input { broken: Some(format!("cannot read directory: {e}")), ..Input::new(dir.into(), rel) });
+                out.push(Input::broken(dir.into(), rel, e));
                 return Ok(());
             }
         };
@@ -205,7 +208,10 @@ impl<'a> Walk<'a> {
     fn entry(&mut self, p: PathBuf, file_type: Option<std::fs::FileType>, out: &mut Vec<Input>) -> Result<()> {
         let linked = file_type.is_some_and(|t| t.is_symlink());
         // Only a symbolic link needs a stat to learn what it points to.
-        let target = if linked { std::fs::metadata(&p).map(|m| m.file_type()) } else { Ok(file_type.unwrap()) };
+        let target = match file_type {
+            Some(t) if !t.is_symlink() => Ok(t),
+            _ => std::fs::metadata(&p).map(|m| m.file_type()),
+        };
         if target.as_ref().is_ok_and(std::fs::FileType::is_dir) {
             // Only folders can hold the out-dir; a file is never canonicalized.
             if !self.exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
@@ -226,7 +232,7 @@ impl<'a> Walk<'a> {
                 "{}: skipped: not a regular file (name it on the command line to read it)",
                 p.display()
             )),
-            Err(e) => out.push(Input { broken: Some(format!("cannot read: {e}")), linked, ..Input::new(p, name) }),
+            Err(e) => out.push(Input { linked, ..Input::broken(p, name, e) }),
         }
         Ok(())
     }
