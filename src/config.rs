@@ -40,6 +40,7 @@ pub struct Config {
     pub summarizer: Option<String>,
     #[serde(deserialize_with = "seconds")]
     pub summarizer_timeout_secs: u64,
+    pub trigger: Trigger,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,6 +50,59 @@ pub struct Runtime {
     pub native_compaction: bool,
     #[serde(deserialize_with = "positive_opt")]
     pub context_window: Option<u64>,
+}
+
+/// Where a conversation runtime's trigger sits and when it is evaluated: the
+/// `claude-code` and `codex` profiles (SPEC 12) set these; the defaults are SPEC 3.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Trigger {
+    /// Conversation runtime: fire at `context_window - reserve_tokens` instead of at the
+    /// threshold (Claude Code keeps min(max output, 20,000) + 13,000 = 33,000 free).
+    #[serde(deserialize_with = "positive_opt")]
+    pub reserve_tokens: Option<u64>,
+    /// The share, in percent, of the provider's window that `runtime.context_window`
+    /// records; the threshold applies to the provider's window (Codex records 95%).
+    #[serde(deserialize_with = "percent")]
+    pub window_percent: u64,
+    /// Where replay evaluates the trigger; `null`: by path (completed turns for the
+    /// conversation runtime, model calls for the agent runner).
+    pub evaluate_at: Option<EvaluateAt>,
+}
+
+/// Evaluation points of a trigger (SPEC 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvaluateAt {
+    /// At each completed turn.
+    CompletedTurns,
+    /// After each model call, with the tool results that arrived before the next.
+    ModelCalls,
+}
+
+impl Config {
+    /// The figure at or over which a path fires against `limit` (its denominator), in
+    /// exact integers: `used >= fires_at` is `used × 10000 >= t × limit` for a ratio.
+    pub fn fires_at(&self, conversation: bool, limit: u64) -> u64 {
+        let bp = u128::from(self.threshold.basis_points());
+        if !conversation {
+            return ceil_share(bp, u128::from(limit));
+        }
+        if let Some(reserve) = self.trigger.reserve_tokens {
+            return limit.saturating_sub(reserve).max(1);
+        }
+        let provider = u128::from(limit) * 100 / u128::from(self.trigger.window_percent);
+        ceil_share(bp, provider)
+    }
+
+    /// Whether the conversation trigger is placed other than by the threshold alone.
+    pub fn trigger_is_custom(&self) -> bool {
+        self.trigger.reserve_tokens.is_some() || self.trigger.window_percent != 100
+    }
+}
+
+fn ceil_share(bp: u128, limit: u128) -> u64 {
+    u64::try_from((bp * limit).div_ceil(10_000)).unwrap_or(u64::MAX)
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -183,6 +237,7 @@ impl Default for Config {
             hooks: Hooks { pre_compact: None, post_compact: None, timeout_secs: 60 },
             summarizer: None,
             summarizer_timeout_secs: 60,
+            trigger: Trigger { reserve_tokens: None, window_percent: 100, evaluate_at: None },
         }
     }
 }
@@ -198,7 +253,7 @@ macro_rules! section_default {
     )*};
 }
 section_default!(Runtime => runtime, Fallback => fallback, Summary => summary, Checkpoint => checkpoint,
-    Reanchor => reanchor, Hooks => hooks);
+    Reanchor => reanchor, Hooks => hooks, Trigger => trigger);
 
 pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
     "write*",
@@ -218,6 +273,61 @@ pub const DEFAULT_PATH_KEYS: &[&str] = &["path", "file_path", "filename", "noteb
 /// Keys a transcript may not set: they choose what runs on the user's machine.
 pub const EXECUTABLE: &[&str] =
     &["hooks.pre_compact", "hooks.post_compact", "hooks.timeout_secs", "summarizer", "summarizer_timeout_secs"];
+
+/// A named preset of how a runtime decides to compact (SPEC 12, `--profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// SPEC 3 to 6 as written.
+    #[default]
+    Rivumi,
+    /// Claude Code: fires at the context window minus 33,000 tokens, after each model call.
+    ClaudeCode,
+    /// Codex CLI: fires at 90% of the model's window, after each model call.
+    Codex,
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Rivumi => "rivumi",
+            Profile::ClaudeCode => "claude-code",
+            Profile::Codex => "codex",
+        }
+    }
+
+    /// The keys the profile sets. Sources, checked against recorded sessions:
+    /// - Claude Code: trigger at window − min(max output, 20,000) − 13,000 (167,000 of
+    ///   200,000), per public write-ups; its recorded `preTokens` are the last usage plus
+    ///   ceil(characters/4) of the results after it, with no padding (two real sessions:
+    ///   167,060 + ceil(133/4) = 167,094 and 167,701 + ceil(120/4) = 167,731).
+    /// - Codex: openai/codex `codex-rs/protocol/src/openai_models.rs`
+    ///   (`auto_compact_token_limit`: 90% of the model's context window), and
+    ///   `effective_context_window_percent` (95): the window a rollout's `token_count`
+    ///   records is 95% of the model's (258,400 of 272,000), so the limit is 244,800.
+    ///   Its occupancy is the last `total_tokens` plus an estimate of the items after the
+    ///   last model-generated item (`estimate_suffix_after_last_model_item`).
+    pub fn preset(self) -> Value {
+        match self {
+            Profile::Rivumi => serde_json::json!({}),
+            Profile::ClaudeCode => serde_json::json!({
+                "runtime": {"kind": "conversation", "native_compaction": true, "context_window": 200_000},
+                "trigger": {"reserve_tokens": 33_000, "evaluate_at": "model-calls"}
+            }),
+            Profile::Codex => serde_json::json!({
+                "runtime": {"kind": "conversation", "native_compaction": true, "context_window": 258_400},
+                "threshold": 0.9,
+                "trigger": {"window_percent": 95, "evaluate_at": "model-calls"}
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The threshold in basis points (0.85 → 8500), so comparisons are exact integers.
 /// Written as a number in (0, 1] with at most 4 decimals.
@@ -373,6 +483,13 @@ fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u
     }
 }
 
+fn percent<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    match count(d)? {
+        n @ 1..=100 => Ok(n as u64),
+        n => Err(D::Error::custom(format!("expected a percentage in 1..=100, found {n}"))),
+    }
+}
+
 fn string_opt<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
     match Value::deserialize(d)? {
         Value::Null => Ok(None),
@@ -402,6 +519,7 @@ fn strings_opt<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Ve
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Layer {
     Default,
+    Profile,
     Session,
     ConfigFile,
     Flag,
@@ -411,6 +529,7 @@ impl fmt::Display for Layer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Layer::Default => "default",
+            Layer::Profile => "profile",
             Layer::Session => "session",
             Layer::ConfigFile => "config file",
             Layer::Flag => "flag",
@@ -468,6 +587,15 @@ impl Default for Builder {
 }
 
 impl Builder {
+    /// A profile's preset (SPEC 12), laid between the defaults and the session.
+    pub fn profile(&mut self, profile: Profile) {
+        let Value::Object(obj) = profile.preset() else { return };
+        let mut leaves = Vec::new();
+        self.leaves(&obj, "", &mut leaves, &mut |k| unreachable!("profile key `{k}` is a configuration key"))
+            .expect("profile presets name known keys");
+        self.lay(leaves, Layer::Profile).expect("profile presets are valid");
+    }
+
     /// A session record (or an importer's session layer): keys that are not
     /// configuration are ignored; executable keys are ignored with a warning.
     pub fn session(&mut self, obj: &Map<String, Value>, file: &Path) -> Result<()> {

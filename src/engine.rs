@@ -22,6 +22,8 @@ pub struct Settings {
     pub dry_run: bool,
     /// The input format the user named (`Auto` detects).
     pub input_format: InputFormat,
+    /// The profile laid between the defaults and the session (SPEC 12).
+    profile: config::Profile,
     /// The configuration of a transcript without a session record (dataset lines),
     /// made once.
     no_session: std::sync::OnceLock<Layered>,
@@ -36,6 +38,23 @@ impl Settings {
         }
         layers.flags(flags)?;
         Ok(Settings { layers, ..Settings::default() })
+    }
+
+    /// The same settings under a profile (SPEC 12).
+    #[must_use]
+    pub fn with_profile(self, profile: config::Profile) -> Settings {
+        Settings { profile, no_session: std::sync::OnceLock::new(), ..self }
+    }
+
+    pub fn profile(&self) -> config::Profile {
+        self.profile
+    }
+
+    /// The defaults with the profile laid on them.
+    fn base(&self) -> config::Builder {
+        let mut base = config::Builder::default();
+        base.profile(self.profile);
+        base
     }
 
     /// Settings that apply a typed configuration over every transcript's session
@@ -66,9 +85,9 @@ impl Settings {
     /// The configuration for one transcript: defaults < session < file < flags.
     pub fn config_for(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<Layered> {
         let Some(s) = session else {
-            return Ok(self.no_session.get_or_init(|| self.layers.over(&config::Builder::default()).build()).clone());
+            return Ok(self.no_session.get_or_init(|| self.layers.over(&self.base()).build()).clone());
         };
-        let mut base = config::Builder::default();
+        let mut base = self.base();
         base.session(s, file)?;
         self.layers.over(&base).build_for_session(file)
     }

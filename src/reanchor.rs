@@ -15,7 +15,20 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let mut latest_check: Option<(usize, &str, &str)> = None;
     let mut steps: Option<Vec<String>> = None;
     let failed = failed_calls(t);
-    for (i, item) in t.items.iter().enumerate() {
+    for (ri, r) in t.records.iter().enumerate() {
+        let i = match &r.kind {
+            crate::transcript::RecordKind::Item(i) => *i,
+            crate::transcript::RecordKind::Event { name, .. } if crate::transcript::Event::FilesChanged.is(name) => {
+                let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
+                let paths: Vec<String> = v.get("paths").and_then(Value::as_array).into_iter().flatten()
+                    .filter_map(Value::as_str).map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
+                recent.touch(&paths);
+                changed.touch(&paths);
+                continue;
+            }
+            _ => continue,
+        };
+        let item = &t.items[i];
         for call in item.calls() {
             let args: Value = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
             let args = unwrap_string_args(args);

@@ -15,7 +15,7 @@ pub(super) fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
         None => None,
         Some(path) => Some((path.as_path(), read_config_file(path)?)),
     };
-    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &p.layer())?;
+    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &p.layer())?.with_profile(p.profile);
     (s.manual, s.dry_run, s.input_format) = (p.manual, dry_run, p.input_format);
     Ok(s)
 }

@@ -12,7 +12,7 @@ mod run;
 mod stats;
 mod validate;
 
-use crate::config::{RuntimeKind, Tokenizer};
+use crate::config::{Profile, RuntimeKind, Tokenizer};
 use crate::error::Exit;
 use crate::formats::InputFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -195,6 +195,9 @@ pub struct PolicyArgs {
     /// A JSON configuration file (layered over the transcript's session record)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// How the runtime decides to compact: a preset laid under the session, file and flags
+    #[arg(long, value_name = "NAME", value_enum, default_value_t = Profile::Rivumi)]
+    pub profile: Profile,
     /// Which pressure path applies [runtime.kind]
     #[arg(long, value_name = "KIND", value_enum)]
     pub runtime: Option<RuntimeKind>,

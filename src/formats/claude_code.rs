@@ -33,13 +33,14 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut cwd: Option<String> = None;
     let mut session_id: Option<String> = None;
     for (idx, r) in records.iter().enumerate() {
+        out.line = lines[idx].0;
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         session_id = session_id.or_else(|| r.get("sessionId").and_then(Value::as_str).map(str::to_string));
         if !matches!(ty, "user" | "assistant") {
             if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary") && on_thread[idx]
             {
                 compactions += 1;
-                out.records.push(boundary_event(r, compactions));
+                out.push(boundary_event(r, compactions));
             } else if !NOT_MODEL_VISIBLE.contains(&ty) {
                 out.skip(if ty.is_empty() { "(no type)" } else { ty });
             }
@@ -82,16 +83,24 @@ fn main_thread(records: &[&Value]) -> Vec<bool> {
     let uuid_at: HashMap<&str, usize> =
         records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
     let mut on = vec![false; records.len()];
-    let mut cursor = records.iter().rposition(|r| r.get("uuid").is_some());
+    let main = |k: usize| {
+        let r = records[k];
+        r.get("uuid").is_some() && r.get("isSidechain").and_then(Value::as_bool) != Some(true)
+    };
+    // Where the walk goes on when the chain breaks: the latest record before `i`, in
+    // file order, that is not on the path yet.
+    let before = |i: usize, on: &[bool]| (0..i).rev().find(|&k| main(k) && !on[k]);
+    let mut cursor = (0..records.len()).rev().find(|&k| main(k));
     while let Some(i) = cursor {
-        if on[i] {
-            break; // a cycle would be malformed input; stop rather than loop
-        }
         on[i] = true;
         let r = records[i];
-        let parent =
+        let named =
             r.get("parentUuid").and_then(Value::as_str).or_else(|| r.get("logicalParentUuid").and_then(Value::as_str));
-        cursor = parent.and_then(|p| uuid_at.get(p).copied());
+        cursor = match named.map(|p| uuid_at.get(p).copied()) {
+            None => None,                              // a root
+            Some(Some(p)) if !on[p] => Some(p),        // the parent
+            Some(Some(_)) | Some(None) => before(i, &on), // a cycle, or a parent not in the file
+        };
     }
     let message_ids: HashSet<&str> =
         (0..records.len()).filter(|&i| on[i]).filter_map(|i| records[i].get("message")?.get("id")?.as_str()).collect();
@@ -146,7 +155,7 @@ fn assistant(
     let at = *groups.entry(id.clone()).or_insert_with(|| {
         let mut m = message(&id, &format!("turn-{turn}"), "assistant", json!([]));
         m.insert("tool_calls".into(), json!([]));
-        out.records.push(Value::Object(m));
+        out.push(Value::Object(m));
         out.records.len() - 1
     });
     let record = out.records[at].as_object_mut().expect("an object");
@@ -190,7 +199,7 @@ fn push(record: &mut Map<String, Value>, key: &str, v: Value) {
 fn user(out: &mut Imported, names: &HashMap<String, String>, content: &Value, uuid: &str, turn: usize) {
     let turn = format!("turn-{turn}");
     let Value::Array(blocks) = content else {
-        out.records.push(Value::Object(message(uuid, &turn, "user", json!(text_of(content)))));
+        out.push(Value::Object(message(uuid, &turn, "user", json!(text_of(content)))));
         return;
     };
     let mut text = Vec::new();
@@ -202,7 +211,7 @@ fn user(out: &mut Imported, names: &HashMap<String, String>, content: &Value, uu
             k += 1;
             let body = json!(text_of(b.get("content").unwrap_or(&Value::Null)));
             let failed = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-            out.records.push(Value::Object(tool_result(
+            out.push(Value::Object(tool_result(
                 &id,
                 &turn,
                 call_id,
@@ -216,6 +225,6 @@ fn user(out: &mut Imported, names: &HashMap<String, String>, content: &Value, uu
     }
     if !text.is_empty() {
         let id = if k == 0 { uuid.to_string() } else { format!("{uuid}#text") };
-        out.records.push(Value::Object(message(&id, &turn, "user", json!(text.join("\n")))));
+        out.push(Value::Object(message(&id, &turn, "user", json!(text.join("\n")))));
     }
 }

@@ -17,6 +17,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let lines = json_lines(raw, file)?;
     let mut st = State::default();
     for (line, r) in &lines {
+        st.out.line = *line;
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         let p = r.get("payload").unwrap_or(&Value::Null);
         match ty {
@@ -26,7 +27,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
             }
             "turn_context" => st.turn_context(p),
             "response_item" => st.item(p, &format!("L{line}")),
-            "event_msg" => st.event(p),
+            "event_msg" => st.event(p, *line),
             "compacted" => st.compacted(p, *line),
             _ if QUIET.contains(&ty) => {}
             _ => st.out.skip(if ty.is_empty() { "(no type)" } else { ty }),
@@ -51,14 +52,28 @@ struct State {
     last_assistant: Option<usize>,
     names: HashMap<String, String>,
     compactions: usize,
+    /// Whether the latest assistant record already holds a model call's usage.
+    usage_taken: bool,
+    /// `total_token_usage.total_tokens` of the latest `token_count`: a repeat of it
+    /// is the same model call reported again.
+    last_total: Option<u64>,
+    /// The figure Codex compared before the next compaction: the latest call's total.
+    last_call_total: Option<u64>,
+    /// Records of a new turn written before its `turn_context` (they take its id).
+    awaiting_context: Vec<usize>,
 }
 
 impl State {
     fn turn_context(&mut self, p: &Value) {
         let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
         if let Some(id) = s("turn_id") {
+            // A user message written before its turn_context belongs to this turn.
+            for &at in &self.awaiting_context {
+                self.out.records[at]["turn"] = json!(id);
+            }
             self.turn = id;
         }
+        self.awaiting_context.clear();
         self.cwd = s("cwd").or(self.cwd.take());
         self.mode = s("approval_policy").or(self.mode.take());
         let sandbox = p.get("sandbox_policy");
@@ -110,12 +125,17 @@ impl State {
         }
         let text = text_of(p.get("content").unwrap_or(&Value::Null));
         let turn = self.turn_id();
-        self.out.records.push(Value::Object(message(id, &turn, role, json!(text))));
+        self.out.push(Value::Object(message(id, &turn, role, json!(text))));
+        let at = self.out.records.len() - 1;
         if role == "assistant" {
-            self.last_assistant = Some(self.out.records.len() - 1);
-            self.open_assistant = Some(self.out.records.len() - 1);
+            self.assistant_at(at);
         } else {
             self.open_assistant = None;
+            if role == "user" {
+                self.awaiting_context = vec![at];
+            } else if !self.awaiting_context.is_empty() {
+                self.awaiting_context.push(at);
+            }
         }
     }
 
@@ -127,10 +147,9 @@ impl State {
             at
         } else {
             let turn = self.turn_id();
-            self.out.records.push(Value::Object(message(id, &turn, "assistant", json!(""))));
+            self.out.push(Value::Object(message(id, &turn, "assistant", json!(""))));
             let at = self.out.records.len() - 1;
-            self.open_assistant = Some(at);
-            self.last_assistant = Some(at);
+            self.assistant_at(at);
             at
         };
         let rec = self.out.records[at].as_object_mut().expect("an object");
@@ -138,6 +157,14 @@ impl State {
         if let Value::Array(a) = calls {
             a.push(json!({"id": call_id, "name": name, "arguments": args}));
         }
+    }
+
+    /// A new assistant record: the one later calls and usage attach to.
+    fn assistant_at(&mut self, at: usize) {
+        self.open_assistant = Some(at);
+        self.last_assistant = Some(at);
+        self.usage_taken = false;
+        self.awaiting_context.clear();
     }
 
     fn output(&mut self, p: &Value, id: &str) {
@@ -149,35 +176,82 @@ impl State {
         if let Some(code) = exit_code {
             r.insert("exit_code".into(), json!(code));
         }
-        self.out.records.push(Value::Object(r));
+        self.out.push(Value::Object(r));
     }
 
-    fn event(&mut self, p: &Value) {
-        if p.get("type").and_then(Value::as_str) != Some("token_count") {
-            return;
+    fn event(&mut self, p: &Value, line: usize) {
+        match p.get("type").and_then(Value::as_str) {
+            Some("token_count") => self.token_count(p, line),
+            Some("patch_apply_end") => self.patch_applied(p),
+            _ => {}
         }
+    }
+
+    /// Usage of the model call just made. A count of all zeros (written around a
+    /// compaction) carries nothing; a repeat of the same call's count replaces
+    /// nothing; a call that left no assistant item gets an empty one, so every model
+    /// call is counted once.
+    fn token_count(&mut self, p: &Value, line: usize) {
         let Some(info) = p.get("info").filter(|i| !i.is_null()) else { return };
         if let Some(w) = info.get("model_context_window").and_then(Value::as_u64).filter(|w| *w > 0) {
             self.window = Some(w);
         }
-        let (Some(u), Some(at)) = (info.get("last_token_usage"), self.last_assistant) else { return };
+        let Some(u) = info.get("last_token_usage") else { return };
         let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
         let (input, cached, written, output) =
             (n("input_tokens"), n("cached_input_tokens"), n("cache_write_input_tokens"), n("output_tokens"));
+        if input == 0 && cached == 0 && written == 0 && output == 0 {
+            return;
+        }
+        let total = info.get("total_token_usage").and_then(|t| t.get("total_tokens")).and_then(Value::as_u64);
+        if total.is_some() && total == self.last_total {
+            return; // the same call, reported again
+        }
+        self.last_total = total;
+        self.last_call_total = Some(input.saturating_add(output));
+        let at = match self.last_assistant {
+            Some(at) if !self.usage_taken => at,
+            Some(_) => {
+                let turn = self.turn_id();
+                self.out.push(Value::Object(message(&format!("L{line}"), &turn, "assistant", json!(""))));
+                let at = self.out.records.len() - 1;
+                self.assistant_at(at);
+                self.open_assistant = None;
+                at
+            }
+            None => return, // no model call of this context yet (e.g. the compaction's own)
+        };
         let usage = super::common::usage(input, cached, written, output, super::common::InputCount::WithCacheReads);
         if let Some(rec) = self.out.records[at].as_object_mut() {
             rec.insert("usage".into(), usage);
         }
+        self.usage_taken = true;
+    }
+
+    /// A patch applied by Codex itself: its files are re-anchor facts.
+    fn patch_applied(&mut self, p: &Value) {
+        if p.get("success").and_then(Value::as_bool) == Some(false) {
+            return;
+        }
+        let Some(Value::Object(changes)) = p.get("changes") else { return };
+        let mut paths: Vec<&str> = changes.keys().map(String::as_str).collect();
+        paths.extend(changes.values().filter_map(|c| c.get("update")?.get("move_path")?.as_str()));
+        self.out.push(json!({"type": "event", "name": crate::transcript::Event::FilesChanged.as_str(),
+            "id": format!("codex-patch-{}", self.out.records.len()), "call_id": p.get("call_id"), "paths": paths}));
     }
 
     /// `replacement_history` replaces what came before: a completed compaction, then the
     /// new start of the context.
     fn compacted(&mut self, p: &Value, line: usize) {
         self.compactions += 1;
-        self.out.records.push(json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(), "id": format!("codex-compact-{}", self.compactions)}));
+        // Codex records no trigger and no pre-compaction figure: the figure is the
+        // latest call's total (what its auto-compaction compared), the trigger auto.
+        self.out.push(json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(),
+            "id": format!("codex-compact-{}", self.compactions), "trigger": "auto", "pre_tokens": self.last_call_total}));
         self.open_assistant = None;
         self.last_assistant = None;
         let history = p.get("replacement_history").and_then(Value::as_array).cloned().unwrap_or_default();
+        let first = self.out.records.len();
         for (k, item) in history.iter().enumerate() {
             let id = format!("L{line}.{k}");
             match item.get("type").and_then(Value::as_str) {
@@ -186,6 +260,16 @@ impl State {
                 _ => {}
             }
         }
+        // Usage belongs to the model calls after the compaction, never to a restated
+        // item: a restated assistant message carries a usage of size 0 (no call).
+        for at in first..self.out.records.len() {
+            if self.out.records[at].get("role").and_then(Value::as_str) == Some("assistant") {
+                self.out.records[at]["usage"] = super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached);
+            }
+        }
+        self.open_assistant = None;
+        self.last_assistant = None;
+        self.awaiting_context.clear();
     }
 
     fn finish(mut self) -> Imported {

@@ -10,10 +10,30 @@ use std::path::Path;
 pub struct Imported {
     pub session: Map<String, Value>,
     pub records: Vec<Value>,
+    /// For each record, the 1-based line of the input it came from (0: a whole-file
+    /// document, where lines are not tracked).
+    pub lines: Vec<usize>,
+    /// The input line being imported, given to the records pushed now.
+    pub line: usize,
     pub skipped: std::collections::BTreeMap<String, usize>,
 }
 
 impl Imported {
+    /// Adds a record that comes from the current input line.
+    pub fn push(&mut self, record: Value) {
+        self.records.push(record);
+        self.lines.push(self.line);
+    }
+
+    /// The input line of each canonical line (the session record is line 1 and comes
+    /// from the first line), or `None` when the input's lines are not tracked.
+    pub fn source_lines(&self) -> Option<Vec<usize>> {
+        if self.lines.iter().all(|&l| l == 0) {
+            return None;
+        }
+        Some(std::iter::once(1).chain(self.lines.iter().copied()).collect())
+    }
+
     pub fn skip(&mut self, kind: &str) {
         *self.skipped.entry(kind.to_string()).or_default() += 1;
     }

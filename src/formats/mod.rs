@@ -63,6 +63,20 @@ pub struct Canonical {
     pub bytes: crate::source::Source,
     pub format: InputFormat,
     pub warnings: Vec<String>,
+    /// For each canonical line (index 0 is line 1), the input line it came from;
+    /// `None` when the input is canonical (the lines are the same) or not tracked.
+    pub source_lines: Option<Vec<usize>>,
+}
+
+impl Canonical {
+    /// The 1-based input line of a 1-based canonical line (itself when not tracked).
+    pub fn source_line(&self, canonical_line: usize) -> Option<usize> {
+        match &self.source_lines {
+            None if self.format == InputFormat::Rivumi => Some(canonical_line),
+            None => None,
+            Some(lines) => lines.get(canonical_line.checked_sub(1)?).copied().filter(|&l| l > 0),
+        }
+    }
 }
 
 /// Turns an input into canonical JSONL. Canonical input is returned as it is (byte
@@ -71,7 +85,7 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     let format = if format == InputFormat::Auto { detect_for(file, &raw) } else { format };
     let imported = match format {
         InputFormat::Auto | InputFormat::Rivumi => {
-            return Ok(Canonical { bytes: raw, format: InputFormat::Rivumi, warnings: Vec::new() })
+            return Ok(Canonical { bytes: raw, format: InputFormat::Rivumi, warnings: Vec::new(), source_lines: None })
         }
         InputFormat::ClaudeCode => claude_code::import(&raw, file)?,
         InputFormat::Codex => codex::import(&raw, file)?,
@@ -82,7 +96,8 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
         }
     };
     let warnings = imported.warnings(file, format.as_str());
-    Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings })
+    let source_lines = imported.source_lines();
+    Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings, source_lines })
 }
 
 /// Detects the format of a file from its extension (`.traj` is SWE-agent's, whatever

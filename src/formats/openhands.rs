@@ -31,7 +31,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                     .and_then(Value::as_str)
                     .or_else(|| e.get("message").and_then(Value::as_str))
                     .unwrap_or("");
-                out.records.push(Value::Object(message(&id, &format!("turn-{turn}"), "user", json!(text))));
+                out.push(Value::Object(message(&id, &format!("turn-{turn}"), "user", json!(text))));
             } else if source == "agent" && AGENT_ACTIONS.contains(&action) {
                 let meta = e.get("tool_call_metadata");
                 let thought = e.get("args").and_then(|a| a.get("thought")).and_then(Value::as_str).unwrap_or("");
@@ -53,7 +53,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                         rec.insert("usage".into(), u);
                     }
                 }
-                out.records.push(Value::Object(rec));
+                out.push(Value::Object(rec));
             } else if !SILENT.contains(&action) && source != "environment" {
                 out.skip(&format!("action/{action}"));
             }
@@ -83,7 +83,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
             {
                 rec.insert("exit_code".into(), json!(code));
             }
-            out.records.push(Value::Object(rec));
+            out.push(Value::Object(rec));
         } else {
             out.skip("(neither action nor observation)");
         }

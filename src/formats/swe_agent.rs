@@ -38,13 +38,13 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                         (o, u, n)
                     })
                     .collect();
-                out.records.push(Value::Object(rec));
+                out.push(Value::Object(rec));
             }
             "tool" => {
                 let wanted: Vec<String> = ids(m.get("tool_call_ids"));
                 let call = open.iter().find(|(o, _, _)| wanted.contains(o)).or(open.first());
                 let (call_id, name) = call.map_or((String::new(), None), |(_, u, n)| (u.clone(), Some(n.as_str())));
-                out.records.push(Value::Object(tool_result(
+                out.push(Value::Object(tool_result(
                     &id,
                     &format!("step-{step}"),
                     &call_id,
@@ -54,7 +54,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                 )));
             }
             "system" | "user" | "developer" => {
-                out.records.push(Value::Object(message(&id, &format!("step-{step}"), role, content)));
+                out.push(Value::Object(message(&id, &format!("step-{step}"), role, content)));
             }
             other => out.skip(&format!("history/{other}")),
         }

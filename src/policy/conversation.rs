@@ -2,7 +2,7 @@
 //! the native request/completion lifecycle, and the local semantic checkpoint.
 
 use super::{base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Journal, Options};
-use super::{occupancy, reaches, Figure, PressurePath, Proposal, Reason, ReasonCode, Replacement};
+use super::{occupancy, Figure, PressurePath, Proposal, Reason, ReasonCode, Replacement};
 use crate::config::{Config, Tokenizer};
 use crate::render;
 use crate::tokens;
@@ -13,7 +13,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
     let fig = occupancy(t, est);
     let window = cfg.runtime.context_window;
     let mut p = Proposal::new(base_decision(PressurePath::Conversation, cfg, opts, fig, window), cfg, est);
-    let fired = window.is_some_and(|w| reaches(fig.tokens, w, cfg.threshold.basis_points()));
+    let fired = window.is_some_and(|w| fig.tokens >= cfg.fires_at(true, w));
     threshold_event(&mut p.plan.journal, &p.plan.decision, fired);
     let life = lifecycle(t);
     if let Some(id) = &life.completed_without_post_hook {
@@ -31,13 +31,14 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
         reasons.push(Reason::new(ReasonCode::ContextWindowUnknown, "runtime.context_window is not set"));
     }
     if let (Some(w), false, false) = (window, fired, opts.manual) {
+        let trigger = if cfg.trigger_is_custom() {
+            format!("the trigger at {} tokens", cfg.fires_at(true, w))
+        } else {
+            format!("the threshold {}", cfg.threshold.as_f64())
+        };
         reasons.push(Reason::new(
             ReasonCode::BelowThreshold,
-            format!(
-                "occupancy {} of the {w}-token context window is below the threshold {}",
-                fig.tokens,
-                cfg.threshold.as_f64()
-            ),
+            format!("occupancy {} of the {w}-token context window is below {trigger}", fig.tokens),
         ));
     }
     if !t.ends_on_completed_turn() {

@@ -158,6 +158,10 @@ pub struct Decision {
     pub limit: Option<u64>,
     pub ratio: Option<f64>,
     pub threshold: f64,
+    /// The figure the conversation path fires at, when a profile places the trigger
+    /// other than at the threshold (SPEC 12).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_tokens: Option<u64>,
     pub estimated: bool,
     pub input_format: InputFormat,
     pub trigger: Trigger,
@@ -181,7 +185,11 @@ impl Decision {
             (Some(u), None) => format!("{u} tokens, {denominator} unknown"),
             _ => format!("{denominator} unknown"),
         };
-        let ratio = self.ratio.map_or(String::new(), |r| format!(" (ratio {r:.4}, threshold {})", self.threshold));
+        let ratio = match (self.ratio, self.trigger_tokens) {
+            (None, _) => String::new(),
+            (Some(r), None) => format!(" (ratio {r:.4}, threshold {})", self.threshold),
+            (Some(r), Some(at)) => format!(" (ratio {r:.4}, fires at {at})"),
+        };
         let est = if self.estimated { ", estimated" } else { "" };
         let reasons: Vec<&str> = self.reasons.iter().map(|r| r.code.as_str()).collect();
         let why = if reasons.is_empty() { String::new() } else { format!(" [{}]", reasons.join(", ")) };

@@ -117,7 +117,8 @@ impl Occupancy {
         self.after_usage += est;
         if self.checkpointed && !item.is_input() {
             (self.trusted, self.last_usage, self.after_usage) = (0, None, 0);
-        } else if let Some(u) = item.usage() {
+        } else if let Some(u) = item.usage().filter(|u| u.size() > 0) {
+            // A usage of size 0 is a restated item (Codex replacement history), not a call.
             (self.last_usage, self.after_usage) = (Some(u.size()), 0);
         }
     }

@@ -232,6 +232,10 @@ fn base_decision(path: PressurePath, cfg: &Config, opts: Options, fig: Figure, l
         limit,
         ratio: limit.map(|l| render::ratio(fig.tokens, l)),
         threshold: cfg.threshold.as_f64(),
+        trigger_tokens: match (path, limit) {
+            (PressurePath::Conversation, Some(l)) if cfg.trigger_is_custom() => Some(cfg.fires_at(true, l)),
+            _ => None,
+        },
         estimated: fig.estimated,
         input_format: opts.input_format,
         trigger: if opts.manual { Trigger::Manual } else { Trigger::Auto },
@@ -244,7 +248,10 @@ fn base_decision(path: PressurePath, cfg: &Config, opts: Options, fig: Figure, l
 }
 
 fn threshold_event(journal: &mut Journal, d: &Decision, fired: bool) {
-    let fields = json!({"path": d.path, "denominator": d.denominator, "used": d.used, "limit": d.limit,
+    let mut fields = json!({"path": d.path, "denominator": d.denominator, "used": d.used, "limit": d.limit,
         "ratio": d.ratio, "threshold": d.threshold, "estimated": d.estimated, "fired": fired, "trigger": d.trigger});
+    if let Some(at) = d.trigger_tokens {
+        fields["trigger_tokens"] = json!(at);
+    }
     journal.push(Event::ThresholdEvaluated, fields);
 }

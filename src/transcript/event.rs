@@ -30,6 +30,9 @@ events! {
     CompactionCompleted => "compaction_completed",
     CheckpointCreated => "checkpoint_created",
     PostCompactHook => "post_compact_hook",
+    // Not a journal kind: an importer's record that a tool reported changed files
+    // (`paths`), a re-anchor fact source (Codex `patch_apply_end`).
+    FilesChanged => "files_changed",
 }
 
 impl Event {
