@@ -46,6 +46,13 @@ impl Settings {
         Settings { profile, no_session: std::sync::OnceLock::new(), ..self }
     }
 
+    /// The same settings with one more flag layer on top (keys as JSON paths).
+    pub fn with_flags(&self, flags: &Map<String, Value>) -> Result<Settings> {
+        let mut layers = self.layers.clone();
+        layers.flags(flags)?;
+        Ok(Settings { layers, no_session: std::sync::OnceLock::new(), ..self.clone() })
+    }
+
     pub fn profile(&self) -> config::Profile {
         self.profile
     }

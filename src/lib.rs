@@ -9,7 +9,9 @@
 //!    lifecycle); [`engine`] applies the user's verdicts ([`hooks`]) once;
 //! 5. re-anchor: [`reanchor`] gathers facts, [`render`] writes every text;
 //! 6. write: [`output`] (transcript, out-dir, atomic files), [`report`], [`stats`],
-//!    [`check`], [`validate`]; [`dataset`] runs steps 1–6 per line of a dataset.
+//!    [`check`], [`validate`]; [`dataset`] runs steps 1–6 per line of a dataset;
+//!    [`replay`] walks steps 1–3 point by point (profiles: [`config::Profile`]) and
+//!    [`chart`] draws what it found.
 //!
 //! Around them: [`cli`] (the command line), [`batch`] and [`signals`] (many inputs,
 //! clean stops), [`ui`] (the one printer people read), [`error`] (errors and exit codes).
@@ -29,6 +31,7 @@
 //! ```
 
 pub mod batch;
+pub mod chart;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -41,6 +44,7 @@ pub mod manpage;
 pub mod output;
 pub mod policy;
 pub mod reanchor;
+pub mod replay;
 pub mod render;
 pub mod report;
 pub mod signals;

@@ -22,7 +22,14 @@ pub fn decision_report(done: &Processed<'_>) -> String {
     let _ = writeln!(out, "used:        {}{est}", figure(d.used));
     let _ = writeln!(out, "limit:       {}", figure(d.limit));
     let ratio = d.ratio.map_or("n/a".to_string(), |r| format!("{r:.4}"));
-    let _ = writeln!(out, "ratio:       {ratio} (threshold {})", d.threshold);
+    match d.trigger_tokens {
+        Some(at) => {
+            let _ = writeln!(out, "ratio:       {ratio} (fires at {at})");
+        }
+        None => {
+            let _ = writeln!(out, "ratio:       {ratio} (threshold {})", d.threshold);
+        }
+    }
     let _ = writeln!(out, "trigger:     {}", d.trigger.as_str());
     let _ = writeln!(out, "input:       {}", d.input_format);
     let _ = writeln!(out, "context:     {}", context_line(done));
@@ -61,37 +68,95 @@ fn context_line(done: &Processed<'_>) -> String {
     }
 }
 
-/// One row per turn: the figure after that turn against the limit, `|` at the threshold.
-fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
+/// The figure at the end of one turn.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TurnRow {
+    /// Ordinal of the turn (1-based).
+    pub turn: usize,
+    /// The turn's id in the transcript.
+    pub id: String,
+    pub used: u64,
+    pub ratio: Option<f64>,
+    pub estimated: bool,
+    /// At or over the figure the path fires at.
+    pub over: bool,
+}
+
+/// One row per turn, from the policy's own accumulators.
+pub fn turn_rows(done: &Processed<'_>) -> Vec<TurnRow> {
     let t = &done.transcript;
     let cfg = &done.config;
+    let d = &done.plan.decision;
+    let conversation = d.path == PressurePath::Conversation;
+    let fires_at = d.limit.map(|l| cfg.fires_at(conversation, l));
     let est = tokens::item_estimates(t, cfg.tokenizer);
-    let rows = per_turn(done, &est);
+    per_turn(done, &est)
+        .into_iter()
+        .enumerate()
+        .map(|(k, (id, fig))| TurnRow {
+            turn: k + 1,
+            id,
+            used: fig.tokens,
+            ratio: d.limit.map(|l| crate::render::ratio(fig.tokens, l)),
+            estimated: fig.estimated,
+            over: fires_at.is_some_and(|at| fig.tokens >= at),
+        })
+        .collect()
+}
+
+/// `decide --json`: the decision with its per-turn rows.
+pub fn decision_with_turns(done: &Processed<'_>) -> String {
+    let mut v = serde_json::to_value(&done.plan.decision).expect("a decision serializes");
+    v["turns"] = serde_json::to_value(turn_rows(done)).expect("rows serialize");
+    let mut s = serde_json::to_string_pretty(&v).expect("a value serializes");
+    s.push('\n');
+    s
+}
+
+/// Ids longer than this are left out of a row's label (the ordinal always leads).
+const SHORT_ID: usize = 16;
+
+/// One row per turn: the figure after that turn against the limit, `|` where the path
+/// fires, decided on exact integers.
+fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
+    let rows = bucket(turn_rows(done));
     if rows.is_empty() {
         return String::new();
     }
-    let bp = cfg.threshold.basis_points();
-    let mark = ((bp as usize * BAR) / 10_000).min(BAR);
-    let denominator = done.plan.decision.denominator.as_str();
-    let mut out = format!("\nper turn ({denominator} against {limit}; | marks the threshold):\n");
-    let width = rows.iter().map(|(turn, _)| turn.chars().count()).max().unwrap_or(4).min(32);
-    for (turn, fig) in rows {
-        let filled = ((u128::from(fig.tokens) * BAR as u128) / u128::from(limit)).min(BAR as u128) as usize;
+    let d = &done.plan.decision;
+    let fires_at = done.config.fires_at(d.path == PressurePath::Conversation, limit);
+    let mark = usize::try_from((u128::from(fires_at) * BAR as u128) / u128::from(limit).max(1)).unwrap_or(BAR);
+    let denominator = d.denominator.as_str();
+    let mut out = format!(
+        "\nper turn ({denominator} against {limit}; | marks where it fires, at {fires_at}; ~ estimated):\n"
+    );
+    let width = rows.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(4);
+    for (label, row) in rows {
+        let filled = ((u128::from(row.used) * BAR as u128) / u128::from(limit)).min(BAR as u128) as usize;
         let mut bar: Vec<char> = (0..BAR).map(|i| if i < filled { '#' } else { '.' }).collect();
         if mark < BAR {
             bar[mark] = '|';
         }
-        let over = if policy::reaches(fig.tokens, limit, bp) { "  >= threshold" } else { "" };
-        let name = escape_controls(&crate::render::cut(&turn, width));
+        let over = if row.over { "  >= trigger" } else { "" };
+        let est = if row.estimated { "~" } else { " " };
         let _ = writeln!(
             out,
-            "  {name:<width$} {} {:>7.4} {:>12}{over}",
+            "  {label:<width$} {} {:>7.4} {est}{:>11}{over}",
             bar.iter().collect::<String>(),
-            crate::render::ratio(fig.tokens, limit),
-            fig.tokens
+            crate::render::ratio(row.used, limit),
+            row.used
         );
     }
     out
+}
+
+/// The label of a row: the ordinal, then the id when it is short.
+fn label(row: &TurnRow) -> String {
+    if row.id.chars().count() <= SHORT_ID && row.id != row.turn.to_string() {
+        escape_controls(&format!("{} {}", row.turn, row.id))
+    } else {
+        row.turn.to_string()
+    }
 }
 
 /// The figure at the end of each turn, as it was then: cumulative usage for the agent
@@ -114,20 +179,25 @@ fn per_turn(done: &Processed<'_>, est: &[u64]) -> Vec<(String, Figure)> {
             rows.push((turn_of(i).to_string(), fig));
         }
     }
-    bucket(rows)
+    rows
 }
 
 /// At most `MAX_ROWS` rows: long transcripts show the figure at the end of each group
-/// of consecutive turns, labelled with the first and last turn of the group.
-fn bucket(rows: Vec<(String, Figure)>) -> Vec<(String, Figure)> {
+/// of consecutive turns, labelled with the ordinals of the first and last turn (never
+/// cut); a group is estimated or over when any of its turns is.
+fn bucket(rows: Vec<TurnRow>) -> Vec<(String, TurnRow)> {
     if rows.len() <= MAX_ROWS {
-        return rows;
+        return rows.into_iter().map(|r| (label(&r), r)).collect();
     }
     let n = rows.len();
     (0..MAX_ROWS)
         .map(|k| {
             let (first, last) = (k * n / MAX_ROWS, (k + 1) * n / MAX_ROWS - 1);
-            (format!("{}..{}", rows[first].0, rows[last].0), rows[last].1)
+            let group = &rows[first..=last];
+            let mut row = rows[last].clone();
+            row.estimated = group.iter().any(|r| r.estimated);
+            row.over = group.iter().any(|r| r.over);
+            (format!("{}..{}", rows[first].turn, rows[last].turn), row)
         })
         .collect()
 }

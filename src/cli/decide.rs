@@ -10,7 +10,7 @@ pub(super) fn decide(args: DecideArgs) -> Result<Exit> {
     let input = single_input(&args.input, args.policy.input_format)?;
     with_processed(&input, &settings, |done| {
         print_warnings(done);
-        let text = if args.json { done.decision_json() } else { crate::report::decision_report(done) };
+        let text = if args.json { crate::report::decision_with_turns(done) } else { crate::report::decision_report(done) };
         stdout_write(|w| w.write_all(text.as_bytes()))
     })
 }

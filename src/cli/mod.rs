@@ -8,6 +8,7 @@ mod config;
 mod dataset;
 mod decide;
 mod inputs;
+mod replay;
 mod run;
 mod stats;
 mod validate;
@@ -48,6 +49,13 @@ pub enum Command {
     /// Show the decision and its reasons, with the ratio per turn against the denominator
     #[command(after_help = "Example:\n  rivumi-compact decide session.jsonl --max-total-tokens 100000")]
     Decide(DecideArgs),
+    /// Walk a transcript and evaluate a profile's trigger at every point where that runtime
+    /// evaluates it, beside the compactions the session recorded
+    #[command(after_help = "Examples:
+  rivumi-compact replay session.jsonl --profile claude-code
+  rivumi-compact replay rollout.jsonl --profile codex --json | jq 'select(.fired)'
+  rivumi-compact replay session.jsonl --profile claude-code --svg occupancy.svg --out-dir firings/")]
+    Replay(ReplayArgs),
     /// Golden-file regression: run every case folder again and diff its expected outputs
     #[command(after_help = "Each case folder holds input.jsonl, an optional config.json (and optional `args`, \
 flags one per line) and the expected outputs under the names --out-dir writes.
@@ -109,6 +117,24 @@ pub struct RunArgs {
     /// Files processed in parallel (0: one per core)
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     pub jobs: usize,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The transcript
+    #[arg(value_name = "INPUT")]
+    pub input: String,
+    /// Print JSON Lines: one object per evaluation point, then a summary object
+    #[arg(long)]
+    pub json: bool,
+    /// For each predicted firing, write the context the model would have seen next into DIR/<name>/call-<N>/
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Draw the figure per model call against the trigger line (SVG)
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }
@@ -321,6 +347,7 @@ pub fn dispatch(cli: Cli) -> Exit {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Decide(args) => decide::decide(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Config(args) => config::config(args),
         Command::Check(args) => check::check(args),
         Command::Stats(args) => stats::stats(args),

@@ -229,6 +229,12 @@ impl<'a> Item<'a> {
         self.text_bytes + calls
     }
 
+    /// An assistant message that a model call produced: an input item, not one restated
+    /// with a usage of size 0 (a Codex replacement history).
+    pub fn is_model_call(&self) -> bool {
+        self.is_input() && self.role() == Some(Role::Assistant) && self.usage().is_none_or(|u| u.size() > 0)
+    }
+
     pub fn is_synthetic(&self, kind: Synthetic) -> bool {
         self.synthetic.as_deref() == Some(kind.as_str())
     }

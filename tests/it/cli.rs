@@ -113,12 +113,20 @@ fn decide_groups_long_transcripts_into_forty_rows() {
     let out = stdout(&run(&["decide", path_str(&path)]));
     let rows: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("per turn")).skip(1).collect();
     assert_eq!(rows.len(), 40, "{out}");
-    assert!(rows[0].trim_start().starts_with("t1..t2 ") || rows[0].trim_start().starts_with("t1..t3 "), "{}", rows[0]);
+    // Bucket labels are ordinals, never cut.
+    assert!(rows[0].trim_start().starts_with("1..2 ") || rows[0].trim_start().starts_with("1..3 "), "{}", rows[0]);
     assert!(
-        rows[39].trim_start().starts_with("t98..t100 ") && rows[39].ends_with(" 100000  >= threshold"),
+        rows[39].trim_start().starts_with("98..100 ") && rows[39].ends_with(" 100000  >= trigger"),
         "{}",
         rows[39]
     );
+    // `--json` has every turn, unbucketed.
+    let d: serde_json::Value = serde_json::from_slice(&run(&["decide", "--json", path_str(&path)]).stdout).unwrap();
+    let turns = d["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 100);
+    assert_eq!((turns[99]["turn"].as_u64(), turns[99]["id"].as_str()), (Some(100), Some("t100")));
+    assert_eq!((turns[84]["used"].as_u64(), turns[84]["over"].as_bool()), (Some(85_000), Some(true)));
+    assert_eq!((turns[83]["used"].as_u64(), turns[83]["over"].as_bool()), (Some(84_000), Some(false)));
 }
 
 #[test]

@@ -83,9 +83,11 @@ fn the_chart_and_the_decision_agree_after_a_checkpoint() {
     let case = "testdata/cases/conversation-after-checkpoint/input.jsonl";
     let d: serde_json::Value = serde_json::from_slice(&run(&["decide", "--json", case]).stdout).unwrap();
     let text = stdout(&run(&["decide", case]));
-    let last_row = text.lines().rfind(|l| l.starts_with("  t")).expect("a chart row");
-    let figure: u64 = last_row.split_whitespace().nth(3).unwrap().parse().unwrap();
+    let last_row = text.lines().rfind(|l| l.contains(" >= trigger") || l.ends_with(char::is_numeric)).expect("a row");
+    let figure: u64 = last_row.split_whitespace().rfind(|w| w.parse::<u64>().is_ok()).unwrap().parse().unwrap();
     assert_eq!(Some(figure), d["used"].as_u64(), "{text}");
+    let rows = d["turns"].as_array().expect("decide --json has the per-turn rows");
+    assert_eq!(rows.last().unwrap()["used"], d["used"], "{d}");
 }
 
 #[test]

@@ -1,0 +1,148 @@
+//! The replay picture (SPEC 12, `replay --svg`): the figure per model call against the
+//! trigger line, recorded compactions and predicted firings marked and labelled where
+//! they are, so it reads without a legend. Plain SVG text, deterministic.
+
+use crate::replay::Replay;
+use std::fmt::Write;
+
+const W: f64 = 960.0;
+const H: f64 = 440.0;
+const LEFT: f64 = 84.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 56.0;
+const BOTTOM: f64 = 56.0;
+
+/// Renders the SVG document. `title` names the input (escaped here).
+pub fn svg(r: &Replay, title: &str) -> String {
+    let pts = &r.points;
+    let max_call = pts.iter().map(|p| p.call).max().unwrap_or(0).max(1);
+    let fires_at = pts.iter().find_map(|p| p.fires_at);
+    let limit = pts.iter().find_map(|p| p.limit);
+    let top = pts.iter().map(|p| p.used).chain(fires_at).chain(limit).max().unwrap_or(1).max(1);
+    let top = nice(top as f64 * 1.05);
+    let x = |call: usize| LEFT + (W - LEFT - RIGHT) * call as f64 / max_call as f64;
+    let y = |v: u64| TOP + (H - TOP - BOTTOM) * (1.0 - v as f64 / top);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"##
+    );
+    let _ = writeln!(s, r##"<rect width="{W}" height="{H}" fill="#ffffff"/>"##);
+    let what = if r.summary.path == "conversation" { "context occupancy" } else { "cumulative task usage" };
+    let _ = writeln!(
+        s,
+        r##"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"##,
+        xml(&format!("{title}: {what} per model call ({} profile)", r.summary.profile))
+    );
+    let _ = writeln!(s, r##"<text x="{LEFT}" y="40" fill="#444444">{}</text>"##, xml(&r.summary.line()));
+    // Axes and ticks.
+    let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
+    let _ = writeln!(s, r##"<path d="M{x0} {y0} V{y1} H{x1}" fill="none" stroke="#333333"/>"##);
+    for k in 0..=5u32 {
+        let v = (top * f64::from(k) / 5.0) as u64;
+        let yy = y(v);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" x2="{x1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#eeeeee"/><text x="{}" y="{:.1}" text-anchor="end">{v}</text>"##,
+            x0 - 6.0,
+            yy + 4.0
+        );
+    }
+    let step = (max_call / 10).max(1);
+    for c in (0..=max_call).step_by(step) {
+        let _ = writeln!(s, r##"<text x="{:.1}" y="{}" text-anchor="middle">{c}</text>"##, x(c), y1 + 16.0);
+    }
+    let _ = writeln!(s, r##"<text x="{:.1}" y="{}" text-anchor="middle">model call</text>"##, (x0 + x1) / 2.0, H - 12.0);
+    let _ = writeln!(
+        s,
+        r##"<text x="16" y="{:.1}" transform="rotate(-90 16 {:.1})" text-anchor="middle">tokens</text>"##,
+        (y0 + y1) / 2.0,
+        (y0 + y1) / 2.0
+    );
+    // The denominator and the trigger, labelled on the line.
+    if let Some(l) = limit {
+        let yy = y(l);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" x2="{x1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#999999"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#666666">limit {l}</text>"##,
+            x1 - 4.0,
+            yy - 4.0
+        );
+    }
+    if let Some(at) = fires_at {
+        let yy = y(at);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" x2="{x1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#d62728" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" fill="#d62728">trigger: fires at {at}</text>"##,
+            x0 + 6.0,
+            yy - 4.0
+        );
+    }
+    // Recorded compactions: a vertical line at their call.
+    for p in pts {
+        let Some(rec) = &p.recorded else { continue };
+        let xx = x(p.call);
+        let pre = rec.pre_tokens.map_or(String::new(), |n| format!(", recorded {n}"));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{y0}" y2="{y1}" stroke="#1f77b4" stroke-dasharray="2 3"/><text x="{:.1}" y="{:.1}" fill="#1f77b4" transform="rotate(-90 {:.1} {:.1})">{} compaction at call {}{}</text>"##,
+            xx - 4.0,
+            y1 - 6.0,
+            xx - 4.0,
+            y1 - 6.0,
+            rec.trigger,
+            p.call,
+            xml(&pre)
+        );
+    }
+    // The figure.
+    let line: Vec<String> = pts.iter().map(|p| format!("{:.1},{:.1}", x(p.call), y(p.used))).collect();
+    let _ = writeln!(s, r##"<polyline points="{}" fill="none" stroke="#2ca02c" stroke-width="1.5"/>"##, line.join(" "));
+    for p in pts.iter().filter(|p| p.estimated) {
+        let _ = writeln!(s, r##"<circle cx="{:.1}" cy="{:.1}" r="1.8" fill="#ff7f0e"/>"##, x(p.call), y(p.used));
+    }
+    for p in pts.iter().filter(|p| p.fired) {
+        let (xx, yy) = (x(p.call), y(p.used));
+        // Beside the point, clear of a recorded compaction's label (left of its line).
+        let (tx, anchor) = if xx > W / 2.0 { (xx - 20.0, "end") } else { (xx + 10.0, "start") };
+        let _ = writeln!(
+            s,
+            r##"<circle cx="{xx:.1}" cy="{yy:.1}" r="5" fill="none" stroke="#d62728" stroke-width="2"/><text x="{tx:.1}" y="{:.1}" fill="#d62728" text-anchor="{anchor}">predicted firing, call {} ({})</text>"##,
+            yy - 8.0,
+            p.call,
+            p.used
+        );
+    }
+    if pts.iter().any(|p| p.estimated) {
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{}" text-anchor="end" fill="#ff7f0e">orange dots: estimated figures</text>"##,
+            x1,
+            H - 12.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A round axis maximum at or above `v`.
+fn nice(v: f64) -> f64 {
+    let mag = 10f64.powf(v.max(1.0).log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|&c| c >= v).unwrap_or(10.0 * mag)
+}
+
+/// Text as XML character data (control characters dropped: they are not allowed).
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,138 @@
+//! `replay`: the profile's trigger at every evaluation point, beside the compactions the
+//! session recorded; JSON Lines for programs, an SVG picture, and the compacted
+//! context at each predicted firing for dataset builders.
+
+use super::common::{display, load, settings, single_input, stdout_write};
+use super::ReplayArgs;
+use crate::engine::{self, Settings};
+use crate::error::{Error, Exit, Result};
+use crate::output::{self, OutDir};
+use crate::replay::{Point, Replay};
+use crate::transcript::{self, Transcript};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
+    // Replay never runs hooks or a summarizer: it is a dry run at every point.
+    let settings = settings(&args.policy, true)?;
+    let input = single_input(&args.input, args.policy.input_format)?;
+    let canonical = load(&input, settings.input_format)?;
+    canonical.warnings.iter().for_each(|w| crate::ui::warn(w));
+    let mut settings = settings;
+    settings.input_format = canonical.format;
+    let t = transcript::parse(&canonical.bytes, &input.path)?;
+    let layered = settings.config_for(t.session.as_ref(), &input.path)?;
+    layered.warnings.iter().for_each(|w| crate::ui::warn(w));
+    let profile = settings.profile();
+    let r = crate::replay::replay(&t, &layered.config, profile.as_str(), &|l| canonical.source_line(l));
+    if let Some(path) = &args.svg {
+        let name = input.path.file_name().map_or("<stdin>".into(), |n| n.to_string_lossy().into_owned());
+        let picture = crate::chart::svg(&r, &name);
+        output::write_atomic(path, |w| w.write_all(picture.as_bytes())).map_err(|e| Error::write(path, e))?;
+    }
+    if let Some(dir) = &args.out_dir {
+        write_firings(dir, &input, &t, &r, &settings)?;
+    }
+    let text = if args.json { json_lines(&r) } else { report(&r, &display(&input)) };
+    stdout_write(|w| w.write_all(text.as_bytes()))
+}
+
+fn json_lines(r: &Replay) -> String {
+    let mut out = String::new();
+    for p in &r.points {
+        out.push_str(&serde_json::to_string(p).expect("a point serializes"));
+        out.push('\n');
+    }
+    out.push_str(&serde_json::to_string(&r.summary).expect("a summary serializes"));
+    out.push('\n');
+    out
+}
+
+/// For people: the recorded compactions and predicted firings side by side.
+fn report(r: &Replay, name: &str) -> String {
+    let s = &r.summary;
+    let fires = r.points.iter().find_map(|p| p.fires_at.map(|at| (at, p.limit)));
+    let trigger = match fires {
+        Some((at, Some(l))) => format!("fires at {at} of {l}"),
+        _ => "no trigger (the limit is unknown, or the runtime never auto-compacts)".into(),
+    };
+    let mut out = format!(
+        "{name}: {} profile, {} path, evaluated at {} ({} points); {trigger}\n",
+        s.profile, s.path, s.evaluate_at, s.points
+    );
+    let rows: Vec<&Point> = r.points.iter().filter(|p| p.fired || p.recorded.is_some()).collect();
+    if rows.is_empty() {
+        let top = r.points.iter().max_by_key(|p| p.used);
+        if let Some(p) = top {
+            let _ = writeln!(out, "no recorded compaction and no predicted firing; highest: {} at call {}", p.used, p.call);
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "\n{:>7} {:>5} {:>5} {:>10} {:>10} {:>7}  {:<10} {:>11}  replay",
+            "line", "turn", "call", "used", "limit", "ratio", "recorded", "pre-tokens"
+        );
+        for p in rows {
+            let line = p.line.map_or("-".into(), |l| l.to_string());
+            let limit = p.limit.map_or("-".into(), |l| l.to_string());
+            let ratio = p.ratio.map_or("-".into(), |x| format!("{x:.4}"));
+            let (recorded, pre) = match &p.recorded {
+                Some(rec) => (rec.trigger.clone(), rec.pre_tokens.map_or("-".into(), |n| n.to_string())),
+                None => ("-".into(), "-".into()),
+            };
+            let mut what = if p.fired { "predicted firing".to_string() } else { "-".to_string() };
+            if p.estimated {
+                what.push_str(" (estimated)");
+            }
+            let _ = writeln!(
+                out,
+                "{line:>7} {:>5} {:>5} {:>10} {limit:>10} {ratio:>7}  {recorded:<10} {pre:>11}  {what}",
+                p.turn, p.call, p.used
+            );
+        }
+    }
+    for m in &s.compactions {
+        let when = match m.fired_at_call {
+            Some(c) if m.predicted => format!("predicted at call {c}"),
+            Some(c) => format!("missed: replay first fired at call {c}"),
+            None => "missed: replay did not fire before it".into(),
+        };
+        let delta = m.pre_tokens.filter(|&n| n > 0).map_or(String::new(), |n| {
+            let pct = (m.replayed as f64 - n as f64) * 100.0 / n as f64;
+            format!(" (recorded {n}, {pct:+.2}%)")
+        });
+        let _ = writeln!(out, "  compaction at call {}: replayed {}{delta}; {when}", m.call, m.replayed);
+    }
+    let _ = writeln!(out, "{}", s.line());
+    out
+}
+
+/// `--out-dir`: at each predicted firing, the transcript up to that point compacted
+/// the way `run` would (a local checkpoint at a completed turn of a conversation
+/// runtime, the history fallback otherwise), as a `run --out-dir` folder.
+fn write_firings(dir: &Path, input: &super::inputs::Input, t: &Transcript<'_>, r: &Replay, s: &Settings) -> Result<()> {
+    let real: std::collections::HashSet<PathBuf> = std::fs::canonicalize(&input.path).into_iter().collect();
+    let out = OutDir::create(dir, real)?;
+    let checkpoint = s.with_flags(json!({"runtime": {"native_compaction": false}}).as_object().expect("an object"))?;
+    let fallback = s.with_flags(json!({"runtime": {"kind": "agent-runner"}}).as_object().expect("an object"))?;
+    for p in r.points.iter().filter(|p| p.fired) {
+        let end = t.records[p.record].span.end;
+        let mut prefix = t.src[..end].to_vec();
+        if !prefix.ends_with(b"\n") {
+            prefix.push(b'\n');
+        }
+        let mut settings = if r.summary.path == "conversation" { checkpoint.clone() } else { fallback.clone() };
+        settings.manual = true;
+        let mut done = engine::process(&prefix, &input.path, &settings)?;
+        if !done.plan.changes() {
+            // Mid-turn a conversation runtime cannot checkpoint: the fallback can.
+            let mut settings = fallback.clone();
+            settings.manual = true;
+            done = engine::process(&prefix, &input.path, &settings)?;
+        }
+        let name = input.out_name.join(format!("call-{}", p.call));
+        output::write_out_dir(&out, &name, &done)?;
+    }
+    Ok(())
+}

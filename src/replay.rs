@@ -1,0 +1,315 @@
+//! Replay (SPEC 12): walk a transcript in order and evaluate a profile's trigger at
+//! each of its evaluation points, following the recorded session — a recorded
+//! compaction resets the figure as it did, a predicted firing is only marked.
+//!
+//! The figures come from the policy's own accumulators ([`Occupancy`] for the
+//! conversation runtime, [`CumulativeUsage`] for the agent runner), so replay and
+//! `decide` can never disagree on what a point measures.
+
+use crate::config::{Config, EvaluateAt, RuntimeKind};
+use crate::policy::{CumulativeUsage, Event, Figure, Occupancy};
+use crate::tokens;
+use crate::transcript::{RecordKind, Synthetic, Transcript};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One evaluation point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// 1-based line of the input where the point is (its last record); `null` when
+    /// the input is a whole-file document whose lines are not tracked.
+    pub line: Option<usize>,
+    /// Ordinal of the turn (1-based), and its id.
+    pub turn: usize,
+    pub turn_id: String,
+    /// Ordinal of the model call (1-based; 0 before the first call).
+    pub call: usize,
+    pub used: u64,
+    pub limit: Option<u64>,
+    pub ratio: Option<f64>,
+    /// The figure the trigger fires at.
+    pub fires_at: Option<u64>,
+    pub estimated: bool,
+    /// The first point at or over the trigger since the start or the last recorded
+    /// compaction.
+    pub fired: bool,
+    pub recorded: Option<Recorded>,
+    /// Index of the point's last canonical record (the prefix `--out-dir` compacts).
+    #[serde(skip)]
+    pub record: usize,
+}
+
+/// A compaction the session recorded at a point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recorded {
+    pub trigger: String,
+    pub pre_tokens: Option<u64>,
+    /// The input line of the compaction record.
+    pub line: Option<usize>,
+}
+
+/// The closing figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub profile: String,
+    pub path: &'static str,
+    pub evaluate_at: &'static str,
+    pub points: usize,
+    pub recorded_auto: usize,
+    pub recorded_manual: usize,
+    /// Recorded auto compactions whose segment's first firing is at their model call
+    /// or one call earlier.
+    pub predicted_within_one_call: usize,
+    /// Firings with no recorded compaction at that call or the next.
+    pub unmatched_firings: usize,
+    /// Per recorded auto compaction: the replayed figure there, against `pre_tokens`.
+    pub compactions: Vec<Match>,
+}
+
+/// How replay met one recorded compaction.
+#[derive(Debug, Clone, Serialize)]
+pub struct Match {
+    pub line: Option<usize>,
+    pub call: usize,
+    pub trigger: String,
+    pub pre_tokens: Option<u64>,
+    pub replayed: u64,
+    /// The call of the segment's first firing, if any.
+    pub fired_at_call: Option<usize>,
+    pub predicted: bool,
+}
+
+/// A replayed transcript.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    pub points: Vec<Point>,
+    pub summary: Summary,
+}
+
+/// Replays `t` under `cfg`. `source_line` maps a canonical line to the input's.
+pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn Fn(usize) -> Option<usize>) -> Replay {
+    let conversation = cfg.runtime.kind == RuntimeKind::Conversation;
+    let at = cfg.trigger.evaluate_at.unwrap_or(if conversation {
+        EvaluateAt::CompletedTurns
+    } else {
+        EvaluateAt::ModelCalls
+    });
+    let limit = if conversation { cfg.runtime.context_window } else { cfg.task.max_total_tokens };
+    // The conversation runtime only auto-compacts when it advertises native compaction.
+    let can_fire = !conversation || cfg.runtime.native_compaction;
+    let fires_at = limit.filter(|_| can_fire).map(|l| cfg.fires_at(conversation, l));
+    let est = tokens::item_estimates(t, cfg.tokenizer);
+    let mut w = Walk {
+        t,
+        est: &est,
+        source_line,
+        conversation,
+        limit,
+        fires_at,
+        points: Vec::new(),
+        occupancy: Occupancy::default(),
+        cumulative: CumulativeUsage::default(),
+        call: 0,
+        turn: 0,
+        turn_id: None,
+        open: None,
+        armed: true,
+        since_point: false,
+    };
+    for (ri, r) in t.records.iter().enumerate() {
+        match &r.kind {
+            RecordKind::Item(i) => w.item(ri, *i, at),
+            RecordKind::Event { name, .. } if Event::CompactionCompleted.is(name) => {
+                let rec = recorded_event(t, ri, source_line);
+                w.recorded(ri, rec);
+                w.occupancy.record(t, r, w.est);
+            }
+            _ => {}
+        }
+    }
+    if let Some(last) = w.open.take() {
+        w.emit(last, None);
+    }
+    let summary = summarize(&w.points, profile, conversation, at);
+    Replay { points: w.points, summary }
+}
+
+struct Walk<'w, 'a> {
+    t: &'w Transcript<'a>,
+    est: &'w [u64],
+    source_line: &'w dyn Fn(usize) -> Option<usize>,
+    conversation: bool,
+    limit: Option<u64>,
+    fires_at: Option<u64>,
+    points: Vec<Point>,
+    occupancy: Occupancy,
+    cumulative: CumulativeUsage,
+    call: usize,
+    turn: usize,
+    turn_id: Option<String>,
+    /// The last record of the open model-call group (calls mode).
+    open: Option<usize>,
+    /// Whether the next point at or over the trigger is a firing.
+    armed: bool,
+    /// Whether an item came since the last point.
+    since_point: bool,
+}
+
+impl Walk<'_, '_> {
+    fn item(&mut self, ri: usize, i: usize, at: EvaluateAt) {
+        let est = self.est[i];
+        let item = &self.t.items[i];
+        let is_call = item.is_model_call();
+        if is_call && at == EvaluateAt::ModelCalls {
+            if let Some(last) = self.open.take() {
+                self.emit(last, None);
+            }
+        }
+        let turn = item.turn.as_deref().unwrap_or("-");
+        if self.turn_id.as_deref() != Some(turn) {
+            self.turn += 1;
+            self.turn_id = Some(turn.to_string());
+        }
+        self.occupancy.record(self.t, &self.t.records[ri], self.est);
+        self.cumulative.add(item, est);
+        self.since_point = true;
+        if is_call {
+            self.call += 1;
+        }
+        if is_call || self.open.is_some() {
+            self.open = (at == EvaluateAt::ModelCalls).then_some(ri);
+        }
+        if at == EvaluateAt::CompletedTurns && is_call && item.calls().is_empty() {
+            self.emit(ri, None);
+        }
+        // What this tool itself injected when its trigger fired is a recorded compaction.
+        if item.is_synthetic(Synthetic::PressureReminder) || item.is_synthetic(Synthetic::Checkpoint) {
+            let line = (self.source_line)(self.t.records[ri].line);
+            self.recorded(ri, Recorded { trigger: "auto".into(), pre_tokens: None, line });
+        }
+    }
+
+    fn figure(&self) -> Figure {
+        if self.conversation {
+            self.occupancy.figure()
+        } else {
+            self.cumulative.figure
+        }
+    }
+
+    /// A recorded compaction: it ends the open group (or marks the last point, when
+    /// nothing came since), then re-arms the trigger.
+    fn recorded(&mut self, ri: usize, rec: Recorded) {
+        if let Some(last) = self.open.take() {
+            self.emit(last, Some(rec));
+        } else if let Some(p) = self.points.last_mut().filter(|p| p.recorded.is_none() && !self.since_point) {
+            p.recorded = Some(rec);
+        } else {
+            self.emit(ri, Some(rec));
+        }
+        self.armed = true;
+    }
+
+    fn emit(&mut self, record: usize, recorded: Option<Recorded>) {
+        let fig = self.figure();
+        let over = self.fires_at.is_some_and(|at| fig.tokens >= at);
+        let fired = over && self.armed;
+        if fired {
+            self.armed = false;
+        }
+        self.since_point = false;
+        self.points.push(Point {
+            kind: "point",
+            line: (self.source_line)(self.t.records[record].line),
+            turn: self.turn,
+            turn_id: self.turn_id.clone().unwrap_or_default(),
+            call: self.call,
+            used: fig.tokens,
+            limit: self.limit,
+            ratio: self.limit.map(|l| crate::render::ratio(fig.tokens, l)),
+            fires_at: self.fires_at,
+            estimated: fig.estimated,
+            fired,
+            recorded,
+            record,
+        });
+    }
+}
+
+/// The `trigger` and `pre_tokens` an importer kept on a compaction event.
+fn recorded_event(t: &Transcript<'_>, ri: usize, source_line: &dyn Fn(usize) -> Option<usize>) -> Recorded {
+    let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
+    let trigger = match v.get("trigger").and_then(Value::as_str) {
+        Some("manual") => "manual",
+        _ => "auto",
+    };
+    Recorded {
+        trigger: trigger.into(),
+        pre_tokens: v.get("pre_tokens").and_then(Value::as_u64),
+        line: source_line(t.records[ri].line),
+    }
+}
+
+fn summarize(points: &[Point], profile: &str, conversation: bool, at: EvaluateAt) -> Summary {
+    let mut s = Summary {
+        kind: "summary",
+        profile: profile.to_string(),
+        path: if conversation { "conversation" } else { "agent-runner" },
+        evaluate_at: match at {
+            EvaluateAt::CompletedTurns => "completed-turns",
+            EvaluateAt::ModelCalls => "model-calls",
+        },
+        points: points.len(),
+        ..Summary::default()
+    };
+    let mut segment_fired: Option<usize> = None;
+    let mut matched_firings = std::collections::HashSet::new();
+    for p in points {
+        if p.fired {
+            segment_fired = Some(p.call);
+        }
+        let Some(rec) = &p.recorded else { continue };
+        if rec.trigger == "manual" {
+            s.recorded_manual += 1;
+        } else {
+            s.recorded_auto += 1;
+            let predicted = segment_fired.is_some_and(|c| c + 1 >= p.call && c <= p.call);
+            if predicted {
+                s.predicted_within_one_call += 1;
+                matched_firings.extend(segment_fired);
+            }
+            s.compactions.push(Match {
+                line: rec.line,
+                call: p.call,
+                trigger: rec.trigger.clone(),
+                pre_tokens: rec.pre_tokens,
+                replayed: p.used,
+                fired_at_call: segment_fired,
+                predicted,
+            });
+        }
+        segment_fired = None;
+    }
+    s.unmatched_firings = points.iter().filter(|p| p.fired && !matched_firings.contains(&p.call)).count();
+    s
+}
+
+impl Summary {
+    /// The closing line for people.
+    pub fn line(&self) -> String {
+        let manual = if self.recorded_manual > 0 { format!(" (and {} manual)", self.recorded_manual) } else { String::new() };
+        let plural = if self.recorded_auto == 1 { "" } else { "s" };
+        let extra = match self.unmatched_firings {
+            0 => String::new(),
+            n => format!("; {n} predicted firing(s) with no recorded compaction"),
+        };
+        format!(
+            "recorded {} auto compaction{plural}{manual}, predicted within one model call: {}/{}{extra}",
+            self.recorded_auto, self.predicted_within_one_call, self.recorded_auto
+        )
+    }
+}
