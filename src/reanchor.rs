@@ -36,7 +36,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             let is_shell = shell_tools.is_match(call.name.as_ref());
             let command = if is_shell { shell_command(&args) } else { None };
             // A write tool, or a shell command that applies a patch, changes files.
-            let writes = write_tools.is_match(call.name.as_ref())
+            let writes = (write_tools.is_match(call.name.as_ref()) && !reads_only(&args))
                 || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
             if writes {
                 collect_patch_headers(&args, &mut paths);
@@ -75,6 +75,12 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         mode: cfg.workspace.mode.clone(),
         permission: cfg.workspace.permission.clone(),
     }
+}
+
+/// An editor tool's read-only command (`str_replace_editor` / `str_replace_based_edit_tool`
+/// with `command: "view"`): the call names a path but changes nothing.
+fn reads_only(args: &Value) -> bool {
+    args.get("command").and_then(Value::as_str) == Some("view")
 }
 
 /// Some importers give arguments as a JSON string holding the object.

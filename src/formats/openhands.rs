@@ -69,7 +69,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                 (None, Some(c)) => (c.to_string(), None),
                 (None, None) => (cause.clone(), None),
             };
-            let failed = e.get("success").and_then(Value::as_bool) == Some(false);
+            let failed = reports_error(e, obs);
             let mut rec = tool_result(
                 &id,
                 &format!("turn-{turn}"),
@@ -99,6 +99,16 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         out.session.insert("workspace".into(), json!({"root": "/workspace"}));
     }
     Ok(out)
+}
+
+/// An observation that reports an error: the action did not happen (an `error`
+/// observation, `success: false`, an `ERROR:` message, or a non-zero exit code).
+fn reports_error(e: &Value, obs: &str) -> bool {
+    let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").trim_start().to_string();
+    obs == "error"
+        || e.get("success").and_then(Value::as_bool) == Some(false)
+        || text("content").starts_with("ERROR:")
+        || (obs != "run" && text("message").starts_with("ERROR:"))
 }
 
 fn events(raw: &[u8], file: &Path) -> Result<Vec<Value>> {

@@ -15,46 +15,49 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         .ok_or_else(|| Error::bad_input(file, "expected a SWE-agent trajectory with a \"history\" array"))?;
     let mut out = Imported::default();
     let mut step = 0;
-    // The calls of the latest assistant message: (original id, unique id, name).
-    let mut open: Vec<(String, String, String)> = Vec::new();
+    // The calls of the latest assistant message: (original id, unique id, name, arguments).
+    let mut open: Vec<(String, String, String, Value)> = Vec::new();
+    let mut files = OpenFile::default();
     for (k, m) in history.iter().enumerate() {
         let id = format!("h{k}");
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-        let content = json!(text_of(m.get("content").unwrap_or(&Value::Null)));
+        let text = text_of(m.get("content").unwrap_or(&Value::Null));
+        // Older trajectories give observations as user messages after an action.
+        let observation = role == "tool"
+            || (role == "user" && m.get("message_type").and_then(Value::as_str) == Some("observation") && !open.is_empty());
         match role {
             "assistant" => {
                 step += 1;
-                let mut rec = message(&id, &format!("step-{step}"), "assistant", content);
+                let mut rec = message(&id, &format!("step-{step}"), "assistant", json!(text));
                 open = calls(m)
                     .into_iter()
                     .enumerate()
                     .map(|(j, (orig, name, args))| (orig, format!("{id}.{j}"), name, args))
-                    .map(|(o, u, n, a)| {
-                        rec.entry("tool_calls")
-                            .or_insert_with(|| json!([]))
-                            .as_array_mut()
-                            .expect("array")
-                            .push(json!({"id": u, "name": n, "arguments": a}));
-                        (o, u, n)
-                    })
                     .collect();
+                if !open.is_empty() {
+                    let list: Vec<Value> =
+                        open.iter().map(|(_, u, n, a)| json!({"id": u, "name": n, "arguments": a})).collect();
+                    rec.insert("tool_calls".into(), Value::Array(list));
+                }
                 out.push(Value::Object(rec));
             }
-            "tool" => {
+            _ if observation => {
                 let wanted: Vec<String> = ids(m.get("tool_call_ids"));
-                let call = open.iter().find(|(o, _, _)| wanted.contains(o)).or(open.first());
-                let (call_id, name) = call.map_or((String::new(), None), |(_, u, n)| (u.clone(), Some(n.as_str())));
-                out.push(Value::Object(tool_result(
-                    &id,
-                    &format!("step-{step}"),
-                    &call_id,
-                    name,
-                    content,
-                    false,
-                )));
+                let call = open.iter().position(|(o, ..)| wanted.contains(o)).or((!open.is_empty()).then_some(0));
+                let call = call.map(|at| open.remove(at));
+                let failed = edit_failed(&text);
+                let (call_id, name) = call.as_ref().map_or((String::new(), None), |(_, u, n, _)| (u.clone(), Some(n.as_str())));
+                out.push(Value::Object(tool_result(&id, &format!("step-{step}"), &call_id, name, json!(text), failed)));
+                if let Some((_, _, name, args)) = &call {
+                    if let Some(path) = files.after_call(name, args, failed) {
+                        out.push(json!({"type": "event", "name": crate::transcript::Event::FilesChanged.as_str(),
+                            "id": format!("{id}-changed"), "paths": [path]}));
+                    }
+                }
+                files.observe(&text);
             }
             "system" | "user" | "developer" => {
-                out.push(Value::Object(message(&id, &format!("step-{step}"), role, content)));
+                out.push(Value::Object(message(&id, &format!("step-{step}"), role, json!(text))));
             }
             other => out.skip(&format!("history/{other}")),
         }
@@ -66,15 +69,89 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut writers: Vec<&str> = crate::config::DEFAULT_WRITE_TOOLS.to_vec();
     writers.push("create");
     out.session.insert("reanchor".into(), json!({"write_tools": writers}));
+    if let Some(root) = files.root {
+        out.session.insert("workspace".into(), json!({"root": root}));
+    }
     Ok(out)
 }
 
-/// `tool_calls` may be a list or (in older trajectories) a Python-repr string.
+/// The file SWE-agent's windowed editor has open: `edit` and `insert` without a path
+/// change it. Followed through `open`, `create` and `goto`, and the `(Open file: …)`
+/// footer of every observation.
+#[derive(Default)]
+struct OpenFile {
+    current: Option<String>,
+    /// The first `(Current directory: …)`: the workspace root.
+    root: Option<String>,
+}
+
+/// Edit commands that act on the open file when they name no path.
+const EDITS_OPEN_FILE: &[&str] = &["edit", "insert", "append"];
+
+impl OpenFile {
+    /// After a call's result: the file the call changed when it named none.
+    fn after_call(&mut self, name: &str, args: &Value, failed: bool) -> Option<String> {
+        let named = ["path", "file_path", "filename"].iter().find_map(|k| args.get(*k).and_then(Value::as_str));
+        match name {
+            "open" | "create" => {
+                if let Some(p) = named.or_else(|| first_argument(args)) {
+                    self.current = Some(p.to_string());
+                }
+                None
+            }
+            _ if EDITS_OPEN_FILE.contains(&name) && named.is_none() && !failed => self.current.clone(),
+            _ => None,
+        }
+    }
+
+    fn observe(&mut self, text: &str) {
+        if let Some(f) = footer(text, "(Open file: ").filter(|f| *f != "n/a") {
+            self.current = Some(f.to_string());
+        }
+        if self.root.is_none() {
+            self.root = footer(text, "(Current directory: ").map(str::to_string);
+        }
+    }
+}
+
+/// The value of a `(Key: value)` footer line.
+fn footer<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    text.lines().rev().find_map(|l| l.trim().strip_prefix(key)?.strip_suffix(')')).map(str::trim)
+}
+
+/// The first argument of a command string (`open "src/a.py" 10` → `src/a.py`).
+fn first_argument(args: &Value) -> Option<&str> {
+    let command = args.get("command").and_then(Value::as_str)?;
+    let rest = command.split_once(char::is_whitespace)?.1.trim_start();
+    let arg = rest.split_whitespace().next()?;
+    Some(arg.trim_matches(|c| c == '"' || c == '\''))
+}
+
+/// SWE-agent's editor refuses an edit and says so in the observation.
+fn edit_failed(text: &str) -> bool {
+    let t = text.trim_start();
+    t.contains("Your proposed edit has introduced new syntax error") || t.starts_with("Error:") || t.starts_with("Usage:")
+}
+
+/// `tool_calls` as a list; older trajectories give the action only in the `action`
+/// string: one call named after its first word, with the whole string as `command`.
 fn calls(m: &Value) -> Vec<(String, String, Value)> {
     let list = match m.get("tool_calls") {
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
+    if list.is_empty() {
+        let action = m.get("action").and_then(Value::as_str).map(str::trim).unwrap_or("");
+        let name = action.split_whitespace().next().unwrap_or("");
+        if name.is_empty() {
+            return Vec::new();
+        }
+        let mut args = json!({"command": action});
+        if let ("open" | "create", Some(p)) = (name, first_argument(&args)) {
+            args["path"] = json!(p);
+        }
+        return vec![(String::new(), name.to_string(), args)];
+    }
     list.iter()
         .map(|c| {
             let f = c.get("function").unwrap_or(&Value::Null);
