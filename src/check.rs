@@ -127,7 +127,7 @@ fn run_case(
     }
     let input = case.join("input.jsonl");
     let raw = std::fs::read(&input).map_err(|e| Error::read(&input, e))?;
-    let canonical = crate::formats::import(raw.into(), &input, settings.input_format)?;
+    let canonical = crate::formats::import(raw.into(), Path::new("input.jsonl"), settings.input_format)?;
     let mut s = settings.clone();
     s.input_format = canonical.format;
     // Paths in decisions and hook payloads are relative to the case, never absolute.

@@ -84,7 +84,8 @@ impl Canonical {
 pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> Result<Canonical> {
     let format = if format == InputFormat::Auto { detect_for(file, &raw) } else { format };
     let imported = match format {
-        InputFormat::Auto | InputFormat::Rivumi => {
+        InputFormat::Auto => return Err(no_format_fits(&raw, file)),
+        InputFormat::Rivumi => {
             return Ok(Canonical { bytes: raw, format: InputFormat::Rivumi, warnings: Vec::new(), source_lines: None })
         }
         InputFormat::ClaudeCode => claude_code::import(&raw, file)?,
@@ -100,6 +101,41 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings, source_lines })
 }
 
+/// The one message for an input no format fits: the canonical reader's complaint about
+/// the first record (where it is, what is wrong), the formats tried, and the flag that
+/// names one.
+pub fn no_format_fits(raw: &[u8], file: &Path) -> Error {
+    let head = &raw[..raw.len().min(crate::source::SNIFF_BYTES)];
+    let start = head.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+    let end = memchr::memchr(b'\n', &head[start..]).map_or(head.len(), |n| start + n + 1);
+    let tried: Vec<&str> = FORMATS.iter().map(|f| f.as_str()).collect();
+    let hint = format!(
+        "no input format fits this file (tried {}, from its first record and extension): name one with --input-format",
+        tried.join(", ")
+    );
+    let document = head[start..end].trim_ascii() == b"{";
+    match crate::transcript::parse(&head[..end], file) {
+        Err(Error::BadLine { at, message }) if !document => {
+            Error::BadLine { at, message: format!("{message}; {hint}") }
+        }
+        _ => {
+            let line = memchr::memchr_iter(b'\n', &head[..start]).count() + 1;
+            let what = if document { "a JSON document without `history` or `trajectory`: " } else { "" };
+            Error::bad_line(file, line, 1, format!("{what}{hint}"))
+        }
+    }
+}
+
+/// Every format `auto` can detect, in the order it tries them.
+pub const FORMATS: [InputFormat; 6] = [
+    InputFormat::Openhands,
+    InputFormat::SweAgent,
+    InputFormat::Codex,
+    InputFormat::ClaudeCode,
+    InputFormat::Openai,
+    InputFormat::Rivumi,
+];
+
 /// Detects the format of a file from its extension (`.traj` is SWE-agent's, whatever
 /// its size) and its head.
 pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
@@ -111,7 +147,7 @@ pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
 
 /// Detects the format from the first non-blank record. `raw` may be only the head of
 /// the input, cut anywhere: a first record longer than the head is judged by the keys
-/// that came before the cut.
+/// that came before the cut. `Auto` when no format fits (a canonical record has `type`).
 pub fn detect(raw: &[u8]) -> InputFormat {
     let text = String::from_utf8_lossy(&raw[..raw.len().min(crate::source::SNIFF_BYTES)]);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
@@ -122,13 +158,15 @@ pub fn detect(raw: &[u8]) -> InputFormat {
         return InputFormat::Rivumi;
     };
     if first.trim() == "{" {
-        // A pretty-printed JSON document: SWE-agent trajectories and OpenHands dumps.
-        return if trimmed.contains("\"history\"") && trimmed.contains("\"tool_call_ids\"") {
+        // A pretty-printed JSON document: SWE-agent trajectories (whose `history` may come
+        // after a long `trajectory`, past the head) and OpenHands dumps.
+        let has = |k: &str| trimmed.contains(&format!("\"{k}\""));
+        return if has("trajectory") || has("tool_call_ids") || has("replay_config") {
             InputFormat::SweAgent
-        } else if trimmed.contains("\"history\"") {
+        } else if has("history") {
             InputFormat::Openhands
         } else {
-            InputFormat::Rivumi
+            InputFormat::Auto
         };
     }
     let record = FirstRecord::read(first);
@@ -143,7 +181,11 @@ pub fn detect(raw: &[u8]) -> InputFormat {
     if record.ty.is_none() && has("messages") {
         return InputFormat::Openai;
     }
-    InputFormat::Rivumi
+    if has("type") {
+        InputFormat::Rivumi
+    } else {
+        InputFormat::Auto
+    }
 }
 
 /// The top-level keys of a record and its `type`, as far as the text goes: keys are
