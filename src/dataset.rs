@@ -6,6 +6,7 @@
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Result};
 use crate::formats::openai::{to_canonical, NAME_PREFIX};
+use crate::formats::{openhands, InputFormat};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -60,7 +61,7 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
             return Ok(LineOutcome::Bad(format!("{}:{line_no}:{column}: {msg}", file.display())));
         }
     };
-    let canonical = match to_canonical(&value) {
+    let canonical = match canonical_line(&value, settings.input_format) {
         Ok(c) => c,
         Err(m) => return Ok(LineOutcome::Bad(format!("{}:{line_no}:1: {m}", file.display()))),
     };
@@ -78,7 +79,64 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
     if !done.plan.changes() {
         return Ok(LineOutcome::Unchanged);
     }
-    Ok(LineOutcome::Changed(from_plan(&value, &done).to_string()))
+    let line = match settings.input_format {
+        InputFormat::Openhands => openhands_from_plan(&value, &done),
+        _ => from_plan(&value, &done),
+    };
+    Ok(LineOutcome::Changed(line.to_string()))
+}
+
+/// The canonical form of one dataset line of either dataset format.
+fn canonical_line(value: &Value, format: InputFormat) -> std::result::Result<Vec<u8>, String> {
+    match format {
+        InputFormat::Openhands => {
+            let events = value
+                .get("history")
+                .and_then(Value::as_array)
+                .ok_or("expected an evaluation output line with a \"history\" array")?;
+            let name = value.get("instance_id").and_then(Value::as_str).unwrap_or("instance");
+            let imported = openhands::from_events(events, Path::new(name)).map_err(|e| e.to_string())?;
+            Ok(imported.to_jsonl())
+        }
+        _ => to_canonical(value),
+    }
+}
+
+/// An OpenHands evaluation line after compaction: the events of removed items are left
+/// out, every other event is kept as it was, and injected records become user message
+/// events marked `"rivumi": "<kind>"`.
+fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
+    let events = line.get("history").and_then(Value::as_array).cloned().unwrap_or_default();
+    let (t, plan) = (&done.transcript, &done.plan);
+    let removed: std::collections::HashSet<&str> = plan.removed.iter().map(|&i| t.items[i].id.as_ref()).collect();
+    // After which item id each injected record goes.
+    let after: Option<(&str, &str)> = plan.replacement.as_ref().and_then(|(ri, injected)| {
+        let i = t.records[*ri].kind_item()?;
+        Some((t.items[i].id.as_ref(), injected.as_str()))
+    });
+    let mut history = Vec::with_capacity(events.len() + plan.appended.len() + 1);
+    for (k, e) in events.iter().enumerate() {
+        let id = openhands::event_item_id(e, k);
+        if !removed.contains(id.as_str()) {
+            history.push(e.clone());
+        }
+        if let Some((_, injected)) = after.filter(|(at, _)| *at == id) {
+            history.push(openhands_event(injected));
+        }
+    }
+    history.extend(plan.appended.iter().map(|a| openhands_event(a)));
+    let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
+    out.insert("history".into(), Value::Array(history));
+    Value::Object(out)
+}
+
+/// An injected canonical record as an OpenHands user message event.
+fn openhands_event(record: &str) -> Value {
+    let v: Value = serde_json::from_str(record).unwrap_or(Value::Null);
+    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note");
+    let text = v.get("content").cloned().unwrap_or(json!(""));
+    json!({"source": "user", "action": "message", "message": text, "args": {"content": text},
+        (openhands::INJECTED_KEY): kind})
 }
 
 /// Adds one dataset line to `stats`; a bad line counts as failed and returns its message.
@@ -94,7 +152,7 @@ pub fn add_line_stats(
     }
     let result = serde_json::from_str::<Value>(text)
         .map_err(|e| e.to_string())
-        .and_then(|v| to_canonical(&v))
+        .and_then(|v| canonical_line(&v, settings.input_format))
         .and_then(|canonical| {
             let done = engine::process(&canonical, Path::new("line"), settings).map_err(|e| e.to_string())?;
             stats.add(&done);

@@ -66,11 +66,11 @@ impl Input {
         self.open()?.read_all()
     }
 
-    /// The format `auto` detects from this input's head; the opened input is kept for
-    /// the next [`Input::open`].
-    pub fn peek_format(&self) -> Result<InputFormat> {
+    /// The dataset format this input's head shows, if it is a dataset; the opened input
+    /// is kept for the next [`Input::open`].
+    pub fn peek_dataset(&self) -> Result<Option<InputFormat>> {
         let opened = self.open()?;
-        let format = crate::formats::detect_for(&self.path, opened.head());
+        let format = crate::formats::dataset_format(&self.path, opened.head());
         *self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(opened);
         Ok(format)
     }
@@ -241,11 +241,14 @@ impl<'a> Walk<'a> {
 /// Dataset mode: `--input-format openai`, or `auto` when the first input starts with a
 /// `{"messages": …}` conversation. One look, not one per file: a batch of 10,000
 /// transcripts is not opened twice, and a pipe's head is kept for its reader.
-pub fn is_dataset(format: InputFormat, inputs: &[Input]) -> bool {
+/// The dataset format of a run (one transcript per line), or `None` for transcripts:
+/// OpenAI chat lines, or OpenHands evaluation outputs (`instance_id` and `history`).
+pub fn dataset_format(format: InputFormat, inputs: &[Input]) -> Option<InputFormat> {
+    let first = || inputs.first().and_then(|i| i.peek_dataset().ok()).flatten();
     match format {
-        InputFormat::Openai => true,
-        InputFormat::Auto => inputs.first().is_some_and(|i| i.peek_format().is_ok_and(|f| f == InputFormat::Openai)),
-        _ => false,
+        InputFormat::Openai => Some(InputFormat::Openai),
+        InputFormat::Openhands | InputFormat::Auto => first().filter(|f| format == InputFormat::Auto || *f == format),
+        _ => None,
     }
 }
 

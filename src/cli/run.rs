@@ -14,16 +14,16 @@ use std::path::{Path, PathBuf};
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let settings = settings(&args.policy, args.dry_run)?;
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
-    if inputs::is_dataset(args.policy.input_format, &inputs) {
+    if let Some(dataset) = inputs::dataset_format(args.policy.input_format, &inputs) {
         if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
-            return Err(Error::Usage("dataset mode (openai) writes conversations only: no --dry-run or --emit".into()));
+            return Err(Error::Usage(format!("dataset mode ({dataset}) writes one line per line: no --dry-run or --emit")));
         }
         if inputs.len() > 1 && args.out_dir.is_none() {
             return Err(Error::Usage(format!("{} inputs need --out-dir", inputs.len())));
         }
         let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
         let mut s = settings.clone();
-        s.input_format = crate::formats::InputFormat::Openai;
+        s.input_format = dataset;
         return Ok(super::dataset::run(&inputs, &s, out.as_ref(), jobs(args.jobs)));
     }
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {

@@ -16,10 +16,10 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, None)?;
     crate::signals::install();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
-    let dataset = inputs::is_dataset(args.policy.input_format, &inputs);
+    let dataset = inputs::dataset_format(args.policy.input_format, &inputs);
     let one = |input: &Input| {
-        if dataset {
-            return dataset_stats(input, &settings);
+        if let Some(format) = dataset {
+            return dataset_stats(input, &settings, format);
         }
         with_processed(input, &settings, |done| {
             let mut one = Stats::new();
@@ -52,9 +52,9 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
 
 /// Stats over a dataset file, streamed: every line is a transcript; a bad line (invalid
 /// UTF-8 included, never replaced) is reported and counted as failed.
-fn dataset_stats(input: &Input, settings: &Settings) -> Result<Stats> {
+fn dataset_stats(input: &Input, settings: &Settings, format: InputFormat) -> Result<Stats> {
     let mut s = settings.clone();
-    s.input_format = InputFormat::Openai;
+    s.input_format = format;
     let mut reader = input.open()?.into_reader();
     let limit = crate::source::max_input_bytes();
     let mut stats = Stats::new();

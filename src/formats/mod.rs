@@ -5,7 +5,7 @@ mod claude_code;
 mod codex;
 mod common;
 pub mod openai;
-mod openhands;
+pub mod openhands;
 mod swe_agent;
 
 pub use claude_code::context_window as claude_context_window;
@@ -136,6 +136,18 @@ pub const FORMATS: [InputFormat; 6] = [
     InputFormat::Rivumi,
 ];
 
+/// Whether the head shows a dataset (one transcript per line), and its format: OpenAI
+/// chat lines, or an OpenHands evaluation output (`instance_id` and `history`).
+pub fn dataset_format(path: &Path, head: &[u8]) -> Option<InputFormat> {
+    match detect_for(path, head) {
+        InputFormat::Openai => Some(InputFormat::Openai),
+        InputFormat::Openhands if openhands::is_evaluation_output(&FirstRecord::of(head).keys) => {
+            Some(InputFormat::Openhands)
+        }
+        _ => None,
+    }
+}
+
 /// Detects the format of a file from its extension (`.traj` is SWE-agent's, whatever
 /// its size) and its head.
 pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
@@ -181,6 +193,9 @@ pub fn detect(raw: &[u8]) -> InputFormat {
     if record.ty.is_none() && has("messages") {
         return InputFormat::Openai;
     }
+    if record.ty.is_none() && has("history") {
+        return InputFormat::Openhands; // lines that carry a `history` of events
+    }
     if has("type") {
         InputFormat::Rivumi
     } else {
@@ -197,6 +212,16 @@ struct FirstRecord {
 }
 
 impl FirstRecord {
+    /// The first record of a head (JSON Lines only; a document gives no keys).
+    fn of(head: &[u8]) -> FirstRecord {
+        let text = String::from_utf8_lossy(&head[..head.len().min(crate::source::SNIFF_BYTES)]);
+        let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+        match trimmed.lines().next() {
+            Some(first) if first.trim() != "{" => FirstRecord::read(first),
+            _ => FirstRecord::default(),
+        }
+    }
+
     fn read(line: &str) -> FirstRecord {
         let mut record = FirstRecord::default();
         let mut de = serde_json::Deserializer::from_str(line);

@@ -13,25 +13,49 @@ const AGENT_ACTIONS: &[&str] = &["run", "edit", "finish", "message", "read", "wr
 const SILENT: &[&str] = &["agent_state_changed", "change_agent_state", "null", "system", "recall"];
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
-    let events = events(raw, file)?;
+    from_events(&events(raw, file)?, file)
+}
+
+/// An evaluation output's line: one instance (`instance_id`) with its `history`.
+pub fn is_evaluation_output(keys: &[String]) -> bool {
+    keys.iter().any(|k| k == "instance_id") && keys.iter().any(|k| k == "history")
+}
+
+/// The item id of event `k`: `e<id>`, or `e#<k>` for an event without an id.
+pub fn event_item_id(e: &Value, k: usize) -> String {
+    match e.get("id").filter(|v| !v.is_null()) {
+        Some(v) => format!("e{}", v.to_string().trim_matches('"')),
+        None => format!("e#{k}"),
+    }
+}
+
+/// Marks a record this tool injected into an OpenHands history (so a second run knows it).
+pub const INJECTED_KEY: &str = "rivumi";
+
+/// The canonical records of a list of events.
+pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
     let mut out = Imported::default();
     let mut turn = 0;
     let mut seen_responses: HashSet<String> = HashSet::new();
     let mut call_of_event: HashMap<String, (String, String)> = HashMap::new(); // action id → (call id, name)
     let mut workspace = false;
-    for e in &events {
-        let id = format!("e{}", e.get("id").map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default());
+    for (k, e) in events.iter().enumerate() {
+        let id = event_item_id(e, k);
         let source = e.get("source").and_then(Value::as_str).unwrap_or("");
         if let Some(action) = e.get("action").and_then(Value::as_str) {
             if action == "message" && source == "user" {
-                turn += 1;
+                turn += usize::from(e.get(INJECTED_KEY).is_none());
                 let text = e
                     .get("args")
                     .and_then(|a| a.get("content"))
                     .and_then(Value::as_str)
                     .or_else(|| e.get("message").and_then(Value::as_str))
                     .unwrap_or("");
-                out.push(Value::Object(message(&id, &format!("turn-{turn}"), "user", json!(text))));
+                let mut rec = message(&id, &format!("turn-{turn}"), "user", json!(text));
+                if let Some(kind) = e.get(INJECTED_KEY).and_then(Value::as_str) {
+                    rec.insert("synthetic".into(), json!(kind));
+                }
+                out.push(Value::Object(rec));
             } else if source == "agent" && AGENT_ACTIONS.contains(&action) {
                 let meta = e.get("tool_call_metadata");
                 let thought = e.get("args").and_then(|a| a.get("thought")).and_then(Value::as_str).unwrap_or("");
