@@ -23,8 +23,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         let text = text_of(m.get("content").unwrap_or(&Value::Null));
         // Older trajectories give observations as user messages after an action.
-        let observation = role == "tool"
-            || (role == "user" && m.get("message_type").and_then(Value::as_str) == Some("observation") && !open.is_empty());
+        let observation = role == "tool" || (role == "user" && !open.is_empty());
         match role {
             "assistant" => {
                 step += 1;
@@ -85,6 +84,12 @@ struct OpenFile {
     root: Option<String>,
 }
 
+/// SWE-agent's commands (the rest of an action string is a shell command).
+const AGENT_COMMANDS: &[&str] = &[
+    "open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "append", "search_file", "search_dir",
+    "find_file", "submit", "str_replace_editor", "filemap",
+];
+
 /// Edit commands that act on the open file when they name no path.
 const EDITS_OPEN_FILE: &[&str] = &["edit", "insert", "append"];
 
@@ -142,10 +147,9 @@ fn calls(m: &Value) -> Vec<(String, String, Value)> {
     };
     if list.is_empty() {
         let action = m.get("action").and_then(Value::as_str).map(str::trim).unwrap_or("");
-        let name = action.split_whitespace().next().unwrap_or("");
-        if name.is_empty() {
-            return Vec::new();
-        }
+        let Some(first) = action.split_whitespace().next() else { return Vec::new() };
+        // SWE-agent's own commands keep their name; anything else ran in its shell.
+        let name = if AGENT_COMMANDS.contains(&first) { first } else { "bash" };
         let mut args = json!({"command": action});
         if let ("open" | "create", Some(p)) = (name, first_argument(&args)) {
             args["path"] = json!(p);
