@@ -46,3 +46,25 @@ fn stats_counts_every_line_as_a_transcript() {
     assert_eq!(s["actions"]["history_fallback"], 1);
     assert!(stderr(&o).contains("conversations.jsonl:3:"), "{}", stderr(&o));
 }
+
+#[test]
+fn an_openhands_evaluation_output_is_a_dataset_of_instances() {
+    const EVAL: &str = "testdata/dataset/openhands-output.jsonl";
+    let o = run(&["run", EVAL, "--max-total-tokens", "20000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (input, out) = (std::fs::read_to_string(EVAL).unwrap(), stdout(&o));
+    assert_eq!(input.lines().count(), out.lines().count(), "one line per instance, in order");
+    for (i, o) in input.lines().zip(out.lines()) {
+        let (i, o): (serde_json::Value, serde_json::Value) = (serde_json::from_str(i).unwrap(), serde_json::from_str(o).unwrap());
+        assert_eq!(i["instance_id"], o["instance_id"]);
+        assert_eq!(i["test_result"], o["test_result"], "fields other than history are kept");
+        let injected: Vec<&str> =
+            o["history"].as_array().unwrap().iter().filter_map(|e| e["rivumi"].as_str()).collect();
+        assert_eq!(injected, ["history_summary_fallback", "pressure_reminder", "reanchor"]);
+        let kept: Vec<&serde_json::Value> = o["history"].as_array().unwrap().iter().filter(|e| e.get("rivumi").is_none()).collect();
+        assert!(kept.iter().all(|e| i["history"].as_array().unwrap().contains(e)), "kept events are unchanged");
+    }
+    assert!(stderr(&o).ends_with("2 line(s): 2 compacted, 0 unchanged, 0 bad\n"), "{}", stderr(&o));
+    let again = cmd().args(["run", "-", "--max-total-tokens", "20000"]).write_stdin(out.clone()).output().unwrap();
+    assert_eq!(stdout(&again), out, "a second run is a no-op");
+}

@@ -13,6 +13,7 @@ mod hostile;
 mod properties;
 mod readme;
 mod realdata;
+mod replay;
 mod reported;
 mod robust;
 mod support;
