@@ -119,6 +119,7 @@ pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn
         open: None,
         armed: true,
         since_point: false,
+        recorded_since_call: false,
     };
     for (ri, r) in t.records.iter().enumerate() {
         match &r.kind {
@@ -157,6 +158,8 @@ struct Walk<'w, 'a> {
     armed: bool,
     /// Whether an item came since the last point.
     since_point: bool,
+    /// Whether a compaction was recorded since the latest model call.
+    recorded_since_call: bool,
 }
 
 impl Walk<'_, '_> {
@@ -179,6 +182,7 @@ impl Walk<'_, '_> {
         self.since_point = true;
         if is_call {
             self.call += 1;
+            self.recorded_since_call = false;
         }
         if is_call || self.open.is_some() {
             self.open = (at == EvaluateAt::ModelCalls).then_some(ri);
@@ -186,8 +190,10 @@ impl Walk<'_, '_> {
         if at == EvaluateAt::CompletedTurns && is_call && item.calls().is_empty() {
             self.emit(ri, None);
         }
-        // What this tool itself injected when its trigger fired is a recorded compaction.
-        if item.is_synthetic(Synthetic::PressureReminder) || item.is_synthetic(Synthetic::Checkpoint) {
+        // What this tool itself injected when it compacted (the records it appends
+        // together: reminder, re-anchor, checkpoint) is one recorded compaction.
+        let injected = [Synthetic::PressureReminder, Synthetic::Reanchor, Synthetic::Checkpoint];
+        if injected.iter().any(|k| item.is_synthetic(*k)) && !self.recorded_since_call {
             let line = (self.source_line)(self.t.records[ri].line);
             self.recorded(ri, Recorded { trigger: "auto".into(), pre_tokens: None, line });
         }
@@ -212,6 +218,7 @@ impl Walk<'_, '_> {
             self.emit(ri, Some(rec));
         }
         self.armed = true;
+        self.recorded_since_call = true;
     }
 
     fn emit(&mut self, record: usize, recorded: Option<Recorded>) {

@@ -245,3 +245,17 @@ fn a_file_no_format_fits_names_the_formats_tried() {
     assert!(e.contains("chat.jsonl:1:1:") && e.contains("tried openhands, swe-agent, codex, claude-code, openai, rivumi"), "{e}");
     assert!(e.contains("--input-format") && e.lines().count() == 1, "{e}");
 }
+
+#[test]
+fn replay_finds_the_compaction_run_itself_wrote() {
+    let case = "testdata/cases/fallback-applied/input.jsonl";
+    let (rows, summary) = replay(&[case]);
+    assert_eq!(rows.iter().filter(|r| r["fired"] == true).count(), 1);
+    assert_eq!(summary["recorded_auto"], 0);
+    let compacted = run(&["run", case]);
+    let (_d, path) = temp_file("compacted.jsonl", &compacted.stdout);
+    let (rows, summary) = replay(&[path_str(&path)]);
+    let recorded: Vec<&Value> = rows.iter().filter(|r| !r["recorded"].is_null()).collect();
+    assert_eq!(recorded.len(), 1, "the reminder and the re-anchor are one compaction: {rows:?}");
+    assert_eq!((summary["recorded_auto"].as_u64(), summary["predicted_within_one_call"].as_u64()), (Some(1), Some(1)));
+}
