@@ -99,7 +99,7 @@ fn main_thread(records: &[&Value]) -> Vec<bool> {
         cursor = match named.map(|p| uuid_at.get(p).copied()) {
             None => None,                              // a root
             Some(Some(p)) if !on[p] => Some(p),        // the parent
-            Some(Some(_)) | Some(None) => before(i, &on), // a cycle, or a parent not in the file
+            Some(Some(_) | None) => before(i, &on), // a cycle, or a parent not in the file
         };
     }
     let message_ids: HashSet<&str> =

@@ -146,7 +146,7 @@ fn calls(m: &Value) -> Vec<(String, String, Value)> {
         _ => Vec::new(),
     };
     if list.is_empty() {
-        let action = m.get("action").and_then(Value::as_str).map(str::trim).unwrap_or("");
+        let action = m.get("action").and_then(Value::as_str).map_or("", str::trim);
         let Some(first) = action.split_whitespace().next() else { return Vec::new() };
         // SWE-agent's own commands keep their name; anything else ran in its shell.
         let name = if AGENT_COMMANDS.contains(&first) { first } else { "bash" };

@@ -135,7 +135,7 @@ fn codex_rollout_usage_is_counted_once_per_model_call() {
     let text = std::fs::read_to_string(root().join(CODEX)).unwrap();
     let last_total = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["payload"]["info"]["total_token_usage"]["total_tokens"].as_u64())
-        .last().unwrap();
+        .next_back().unwrap();
     let o = run(&["decide", "--json", "--runtime", "agent-runner", "--max-total-tokens", "100000000", CODEX]);
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["used"].as_u64(), Some(last_total), "the rollout's final total_token_usage");
@@ -184,8 +184,8 @@ fn out_dir_holds_the_context_at_each_firing_and_svg_draws_it() {
     let session = root().join("../shared/realdata/claude-code/session-258c7280.jsonl");
     let dir = tempfile::tempdir().unwrap();
     let (out, svg) = (dir.path().join("firings"), dir.path().join("replay.svg"));
-    let o = run(&["replay", "--profile", "claude-code", path_str(&session), "--out-dir", path_str(&out), "--svg", path_str(&svg)]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let written = run(&["replay", "--profile", "claude-code", path_str(&session), "--out-dir", path_str(&out), "--svg", path_str(&svg)]);
+    assert!(written.status.success(), "{}", stderr(&written));
     let (rows, _) = replay(&["--profile", "claude-code", path_str(&session)]);
     let firings: Vec<u64> = rows.iter().filter(|r| r["fired"] == true).map(|r| r["call"].as_u64().unwrap()).collect();
     assert!(!firings.is_empty());
@@ -195,16 +195,16 @@ fn out_dir_holds_the_context_at_each_firing_and_svg_draws_it() {
         .collect();
     assert_eq!(folders.len(), firings.len(), "{folders:?}");
     for call in firings {
-        let f = out.join("session-258c7280").join(format!("call-{call}"));
-        let d: Value = serde_json::from_str(&std::fs::read_to_string(f.join("decision.json")).unwrap()).unwrap();
+        let folder = out.join("session-258c7280").join(format!("call-{call}"));
+        let d: Value = serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap()).unwrap();
         assert!(["history_fallback", "local_checkpoint"].contains(&d["action"].as_str().unwrap()), "{d}");
         // The compacted context reads back as a valid transcript, shorter than the session.
-        let t = f.join("transcript.jsonl");
+        let t = folder.join("transcript.jsonl");
         let v = run(&["validate", path_str(&t)]);
         assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
         let kept = std::fs::read_to_string(&t).unwrap().lines().filter(|l| l.contains("\"type\":\"message\"")).count();
         assert!(kept < 20, "the history was compacted to a bounded context: {kept} messages");
-        assert!(f.join("summary.md").is_file() && f.join("reanchor.md").is_file());
+        assert!(folder.join("summary.md").is_file() && folder.join("reanchor.md").is_file());
     }
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(picture.starts_with("<svg ") && picture.trim_end().ends_with("</svg>"));
