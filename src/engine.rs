@@ -27,6 +27,8 @@ pub struct Settings {
     /// The configuration of a transcript without a session record (dataset lines),
     /// made once.
     no_session: std::sync::OnceLock<Layered>,
+    /// Its typed configuration, shared by every line of a dataset (no copy per line).
+    no_session_config: std::sync::OnceLock<std::sync::Arc<Config>>,
 }
 
 impl Settings {
@@ -43,14 +45,19 @@ impl Settings {
     /// The same settings under a profile (SPEC 12).
     #[must_use]
     pub fn with_profile(self, profile: config::Profile) -> Settings {
-        Settings { profile, no_session: std::sync::OnceLock::new(), ..self }
+        Settings { profile, no_session: std::sync::OnceLock::new(), no_session_config: std::sync::OnceLock::new(), ..self }
     }
 
     /// The same settings with one more flag layer on top (keys as JSON paths).
     pub fn with_flags(&self, flags: &Map<String, Value>) -> Result<Settings> {
         let mut layers = self.layers.clone();
         layers.flags(flags)?;
-        Ok(Settings { layers, no_session: std::sync::OnceLock::new(), ..self.clone() })
+        Ok(Settings {
+            layers,
+            no_session: std::sync::OnceLock::new(),
+            no_session_config: std::sync::OnceLock::new(),
+            ..self.clone()
+        })
     }
 
     pub fn profile(&self) -> config::Profile {
@@ -89,6 +96,20 @@ impl Settings {
         set.into_iter().filter(|(_, on)| *on).map(|(k, _)| k).collect()
     }
 
+    /// The typed configuration for one transcript and the warnings its layers gave; a
+    /// transcript without a session record shares one configuration with all others.
+    pub fn config_of(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<(std::sync::Arc<Config>, Vec<String>)> {
+        if session.is_none() {
+            let shared = self.no_session_config.get_or_init(|| {
+                std::sync::Arc::new(self.config_for(None, file).expect("no session layer, no error").config)
+            });
+            let warnings = self.no_session.get().map(|l| l.warnings.clone()).unwrap_or_default();
+            return Ok((shared.clone(), warnings));
+        }
+        let Layered { config, warnings, .. } = self.config_for(session, file)?;
+        Ok((std::sync::Arc::new(config), warnings))
+    }
+
     /// The configuration for one transcript: defaults < session < file < flags.
     pub fn config_for(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<Layered> {
         let Some(s) = session else {
@@ -104,7 +125,7 @@ impl Settings {
 pub struct Processed<'a> {
     pub transcript: Transcript<'a>,
     pub transcript_name: PathBuf,
-    pub config: Config,
+    pub config: std::sync::Arc<Config>,
     pub plan: Plan,
     pub warnings: Vec<String>,
 }
@@ -131,8 +152,12 @@ pub fn decision_json(d: &Decision) -> String {
 /// Parses canonical bytes and runs the policy, hooks included (unless `dry_run`).
 /// `name` is the input's display name (used in errors and given to hooks).
 pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Result<Processed<'a>> {
-    let t = transcript::parse(canonical, name)?;
-    let Layered { config, mut warnings, .. } = settings.config_for(t.session.as_ref(), name)?;
+    process_parsed(transcript::parse(canonical, name)?, name, settings)
+}
+
+/// Runs the policy, hooks included (unless `dry_run`), on a transcript already read.
+pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -> Result<Processed<'a>> {
+    let (config, mut warnings) = settings.config_of(t.session.as_ref(), name)?;
     if t.unknown_records > 0 {
         warnings.push(format!("{}: {} record(s) of unknown type passed through", name.display(), t.unknown_records));
     }

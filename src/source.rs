@@ -132,6 +132,11 @@ impl Opened {
         Ok(Source(buf))
     }
 
+    /// The size of a regular file, when known.
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
     /// The whole input as a buffered stream: the head, then the rest.
     pub fn into_reader(self) -> impl BufRead + Send {
         io::BufReader::with_capacity(1 << 20, io::Cursor::new(self.head).chain(self.rest))

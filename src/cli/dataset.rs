@@ -8,10 +8,9 @@ use crate::engine::Settings;
 use crate::error::{Error, Exit, Result};
 use crate::output::OutDir;
 use rayon::prelude::*;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
-const CHUNK: usize = 1024;
 
 /// Counts for the closing line.
 #[derive(Default)]
@@ -64,11 +63,13 @@ fn one(
     out_dir: Option<&OutDir>,
     pool: &rayon::ThreadPool,
 ) -> Result<Option<Counts>> {
-    let reader = input.open()?.into_reader();
+    let opened = input.open()?;
+    let size = opened.size();
+    let reader = opened.into_reader();
     let Some(out) = out_dir else {
         let stdout = io::stdout();
         let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-        let streamed = stream(reader, &mut w, &input.path, settings, pool)
+        let streamed = stream(reader, &mut w, &input.path, settings, pool, size)
             .and_then(|c| w.flush().map(|()| c).map_err(Stop::Write));
         return match streamed {
             Ok(c) => Ok(Some(c)),
@@ -79,7 +80,7 @@ fn one(
     };
     let (mut counts, mut input_error, mut reader) = (None, None, Some(reader));
     let written = out.write_folder(&input.out_name, &["transcript.jsonl"], |_, w| {
-        match stream(reader.take().expect("one file"), w, &input.path, settings, pool) {
+        match stream(reader.take().expect("one file"), w, &input.path, settings, pool, size) {
             Ok(c) => {
                 counts = Some(c);
                 Ok(())
@@ -105,63 +106,212 @@ enum Stop {
     Input(Error),
 }
 
+/// Bytes of whole lines read at a time: large enough that a block keeps every core
+/// busy, small enough that memory stays flat.
+const BLOCK: usize = 4 << 20;
+
+/// A block of whole lines and the number of the first one.
+struct Block {
+    bytes: Vec<u8>,
+    first_line: usize,
+}
+
+/// Streams a dataset: a reader thread cuts the input into blocks of whole lines (no
+/// copy per line), the pool compacts each block's lines in parallel, and the outputs
+/// are written in order while the next block is read.
 fn stream(
-    mut reader: impl BufRead,
+    reader: impl BufRead + Send + 'static,
     w: &mut dyn Write,
     file: &Path,
     settings: &Settings,
     pool: &rayon::ThreadPool,
+    size: Option<u64>,
 ) -> std::result::Result<Counts, Stop> {
     let limit = crate::source::max_input_bytes();
-    let mut counts = Counts::default();
-    let mut line_no = 0;
-    loop {
-        let mut chunk: Vec<(usize, Vec<u8>)> = Vec::with_capacity(CHUNK);
-        while chunk.len() < CHUNK {
-            let mut raw = Vec::new();
-            let read = crate::source::read_line_bounded(&mut reader, &mut raw, limit);
-            let read =
-                read.map_err(|e| Stop::Input(Error::bad_line(file, line_no + 1, 1, format!("cannot read: {e}"))));
-            if read? == 0 {
+    let progress = Progress::new(size);
+    // The reader is not joined: after an error here (a closed stdout) it may be waiting
+    // on an input that never ends, and the process does not wait for it.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::result::Result<Block, Stop>>(2);
+    let name = file.to_path_buf();
+    std::thread::spawn(move || read_blocks(reader, &name, limit, &tx));
+    {
+        let mut counts = Counts::default();
+        for block in rx {
+            let block = block?;
+            let lines = split_lines(&block.bytes);
+            let outcomes: Vec<Result<LineOutcome>> = pool.install(|| {
+                lines
+                    .par_iter()
+                    .enumerate()
+                    .map(|(k, range)| {
+                        let n = block.first_line + k;
+                        let raw = &block.bytes[range.clone()];
+                        match std::str::from_utf8(strip_terminator(raw)) {
+                            Ok(text) => process_line(text, file, n, settings),
+                            Err(e) => Ok(LineOutcome::Bad(format!(
+                                "{}:{n}:{}: invalid UTF-8",
+                                file.display(),
+                                e.valid_up_to() + 1
+                            ))),
+                        }
+                    })
+                    .collect()
+            });
+            for (range, outcome) in lines.iter().zip(outcomes) {
+                let raw = &block.bytes[range.clone()];
+                counts.lines += 1;
+                match outcome.map_err(Stop::Input)? {
+                    LineOutcome::Changed(line) => {
+                        counts.changed += 1;
+                        w.write_all(line.as_bytes()).map_err(Stop::Write)?;
+                        w.write_all(&raw[strip_terminator(raw).len()..]).map_err(Stop::Write)?;
+                    }
+                    LineOutcome::Unchanged => w.write_all(raw).map_err(Stop::Write)?,
+                    LineOutcome::Bad(message) => {
+                        counts.bad += 1;
+                        progress.suspend(|| crate::ui::error(&message));
+                        w.write_all(raw).map_err(Stop::Write)?;
+                    }
+                }
+            }
+            progress.advance(lines.len(), block.bytes.len());
+        }
+        progress.finish();
+        Ok(counts)
+    }
+}
+
+/// Reads blocks of whole lines until the end; a line longer than `limit` is an error
+/// (found while it is read: an endless line never fills memory). Stops quietly when
+/// the consumer has gone (it stopped on an error of its own).
+fn read_blocks(
+    mut reader: impl BufRead,
+    file: &Path,
+    limit: u64,
+    tx: &std::sync::mpsc::SyncSender<std::result::Result<Block, Stop>>,
+) {
+    let too_long = |line: usize| {
+        Stop::Input(Error::bad_line(file, line, 1, format!("cannot read: a line longer than {limit} bytes")))
+    };
+    let mut carry: Vec<u8> = Vec::new();
+    let mut line_no = 1;
+    let mut eof = false;
+    while !eof {
+        let mut bytes = std::mem::take(&mut carry);
+        bytes.reserve(BLOCK);
+        // The end of the last whole line in `bytes` (a carried part has none).
+        let mut last_end: Option<usize> = None;
+        while bytes.len() < BLOCK || last_end.is_none() {
+            let open_line = bytes.len() - last_end.unwrap_or(0);
+            if open_line as u64 > limit {
+                let at = line_no + memchr::memchr_iter(b'\n', &bytes).count();
+                let _ = tx.send(Err(too_long(at)));
+                return;
+            }
+            let available = match reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) => {
+                    let _ = tx.send(Err(Stop::Input(Error::bad_line(file, line_no, 1, format!("cannot read: {e}")))));
+                    return;
+                }
+            };
+            if available.is_empty() {
+                eof = true;
                 break;
             }
-            line_no += 1;
-            chunk.push((line_no, raw));
-        }
-        if chunk.is_empty() {
-            return Ok(counts);
-        }
-        let outcomes: Vec<Result<LineOutcome>> = pool.install(|| {
-            chunk
-                .par_iter()
-                .map(|(n, raw)| {
-                    let body = strip_terminator(raw);
-                    match std::str::from_utf8(body) {
-                        Ok(text) => process_line(text, file, *n, settings),
-                        Err(e) => Ok(LineOutcome::Bad(format!(
-                            "{}:{n}:{}: invalid UTF-8",
-                            file.display(),
-                            e.valid_up_to() + 1
-                        ))),
-                    }
-                })
-                .collect()
-        });
-        for ((_, raw), outcome) in chunk.iter().zip(outcomes) {
-            counts.lines += 1;
-            match outcome.map_err(Stop::Input)? {
-                LineOutcome::Changed(line) => {
-                    counts.changed += 1;
-                    w.write_all(line.as_bytes()).map_err(Stop::Write)?;
-                    w.write_all(&raw[strip_terminator(raw).len()..]).map_err(Stop::Write)?;
-                }
-                LineOutcome::Unchanged => w.write_all(raw).map_err(Stop::Write)?,
-                LineOutcome::Bad(message) => {
-                    counts.bad += 1;
-                    crate::ui::error(&message);
-                    w.write_all(raw).map_err(Stop::Write)?;
-                }
+            let (base, n) = (bytes.len(), available.len());
+            bytes.extend_from_slice(available);
+            reader.consume(n);
+            if let Some(p) = memchr::memrchr(b'\n', &bytes[base..]) {
+                last_end = Some(base + p + 1);
             }
+        }
+        let cut = if eof { bytes.len() } else { last_end.unwrap_or(bytes.len()) };
+        carry = bytes.split_off(cut);
+        if let Some(k) = long_line(&bytes, limit) {
+            let _ = tx.send(Err(too_long(line_no + k)));
+            return;
+        }
+        if bytes.is_empty() {
+            continue;
+        }
+        let first_line = line_no;
+        line_no += memchr::memchr_iter(b'\n', &bytes).count();
+        if tx.send(Ok(Block { bytes, first_line })).is_err() {
+            return;
+        }
+    }
+}
+
+/// The byte ranges of the lines of a block, terminators included.
+fn split_lines(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut lines = Vec::with_capacity(bytes.len() / 256 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        lines.push(start..end + 1);
+        start = end + 1;
+    }
+    if start < bytes.len() {
+        lines.push(start..bytes.len());
+    }
+    lines
+}
+
+/// The index of the first line of a block longer than `limit`, if any.
+fn long_line(bytes: &[u8], limit: u64) -> Option<usize> {
+    let mut start = 0;
+    for (k, end) in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())).enumerate() {
+        if (end - start) as u64 > limit {
+            return Some(k);
+        }
+        start = end + 1;
+    }
+    None
+}
+
+/// The progress of a dataset on a terminal: lines, MB and MB/s (nothing otherwise).
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    lines: std::cell::Cell<usize>,
+}
+
+impl Progress {
+    fn new(size: Option<u64>) -> Progress {
+        let lines = std::cell::Cell::new(0);
+        if !io::stderr().is_terminal() {
+            return Progress { bar: None, lines };
+        }
+        let bar = size.map_or_else(indicatif::ProgressBar::new_spinner, indicatif::ProgressBar::new);
+        let template = if size.is_some() {
+            "{bar:30} {bytes}/{total_bytes} ({binary_bytes_per_sec}) {msg} {eta}"
+        } else {
+            "{spinner} {bytes} ({binary_bytes_per_sec}) {msg}"
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(4));
+        Progress { bar: Some(bar), lines }
+    }
+
+    fn advance(&self, lines: usize, bytes: usize) {
+        self.lines.set(self.lines.get() + lines);
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{} lines", self.lines.get()));
+            bar.inc(bytes as u64);
+        }
+    }
+
+    fn suspend(&self, f: impl FnOnce()) {
+        match &self.bar {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

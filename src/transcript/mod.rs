@@ -8,6 +8,7 @@ mod text;
 pub use event::Event;
 
 pub use reader::parse;
+pub(crate) use reader::link_results;
 pub use text::item_text;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -151,9 +152,14 @@ pub struct Call<'a> {
     pub id: Cow<'a, str>,
     #[serde(borrow)]
     pub name: Cow<'a, str>,
-    /// The raw JSON text of `arguments`, exactly as in the input.
-    #[serde(borrow)]
-    pub arguments: &'a RawValue,
+    /// The raw JSON text of `arguments`, exactly as in the input (owned when an
+    /// importer had to normalise it, such as a JSON string holding the object).
+    #[serde(borrow, deserialize_with = "borrowed_raw")]
+    pub arguments: Cow<'a, RawValue>,
+}
+
+fn borrowed_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Cow::Borrowed)
 }
 
 #[derive(Debug)]
@@ -241,6 +247,23 @@ impl<'a> Item<'a> {
 }
 
 impl<'a> Transcript<'a> {
+    /// A transcript of the given records and items over `src` (for readers of other
+    /// shapes, such as a dataset line); results are linked to their calls here.
+    pub fn from_parts(src: &'a [u8], records: Vec<Record<'a>>, items: Vec<Item<'a>>) -> Transcript<'a> {
+        let mut t = Transcript {
+            src,
+            bom: 0,
+            records,
+            items,
+            session: None,
+            unknown_records: 0,
+            orphan_results: Vec::new(),
+            call_owner: HashMap::default(),
+        };
+        link_results(&mut t);
+        t
+    }
+
     /// The raw text of a record's line without its terminator.
     pub fn line_text(&self, record: usize) -> &'a str {
         let r = &self.records[record];

@@ -261,7 +261,7 @@ fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterm
     Error::bad_line(file, line, column, what)
 }
 
-fn link_results(t: &mut Transcript<'_>) {
+pub(crate) fn link_results(t: &mut Transcript<'_>) {
     for i in 0..t.items.len() {
         for call in t.items[i].calls() {
             t.call_owner.insert(call.id.clone(), i);

@@ -110,3 +110,85 @@ fn defaults_match_the_spec() {
     assert_eq!((r.max_entries, r.max_chars, c.threshold.basis_points()), (20, 4000, 8500));
     assert_eq!((c.checkpoint.retain_turns, c.hooks.timeout_secs, c.summarizer_timeout_secs), (2, 60, 60));
 }
+
+/// A random OpenAI-format dataset line, with the shapes real datasets have: text or
+/// block content, escapes and non-ASCII, calls with JSON-string, object, plain-string or
+/// null arguments, results, usage per message or per line (or null), messages this tool
+/// injected, and fields the tool does not read.
+fn chat_line() -> impl Strategy<Value = String> {
+    let text = "[a-z\"\\\\\n\té🙂 {}\\[\\]]{0,40}";
+    let content = prop_oneof![
+        text.prop_map(|t| serde_json::json!(t)),
+        proptest::collection::vec(text, 0..3).prop_map(|v| serde_json::json!(v
+            .iter()
+            .map(|t| serde_json::json!({"type": "text", "text": t}))
+            .collect::<Vec<_>>())),
+        Just(serde_json::Value::Null),
+    ];
+    let args = prop_oneof![
+        Just(serde_json::json!("{\"command\": \"pytest -q\", \"path\": \"src/a.py\"}")),
+        Just(serde_json::json!({"path": "b.rs", "n": 1})),
+        Just(serde_json::json!("not json")),
+        Just(serde_json::Value::Null),
+    ];
+    let usage = prop_oneof![
+        Just(None),
+        (1u64..4000, 0u64..2000, 0u64..500).prop_map(|(p, c, o)| Some(serde_json::json!(
+            {"prompt_tokens": p + c, "completion_tokens": o, "prompt_tokens_details": {"cached_tokens": c}}))),
+        Just(Some(serde_json::Value::Null)),
+    ];
+    let message = (0u8..6, content, args, usage, any::<bool>()).prop_map(|(kind, content, args, usage, extra)| {
+        let mut m = match kind {
+            0 => serde_json::json!({"role": "user", "content": content}),
+            1 => serde_json::json!({"role": "assistant", "content": content,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": args}}]}),
+            2 => serde_json::json!({"role": "tool", "tool_call_id": "c1", "content": content}),
+            3 => serde_json::json!({"role": "user", "name": "rivumi-pressure_reminder", "content": content}),
+            4 => serde_json::json!({"role": "system", "content": content}),
+            _ => serde_json::json!({"role": "assistant", "content": content}),
+        };
+        if let Some(u) = usage {
+            m["usage"] = u;
+        }
+        if extra {
+            m["weight"] = serde_json::json!(0.5);
+        }
+        m
+    });
+    (proptest::collection::vec(message, 0..14), proptest::option::of(1u64..3000)).prop_map(|(messages, line_usage)| {
+        let mut line = serde_json::json!({"id": "x", "messages": messages});
+        if let Some(p) = line_usage {
+            line["usage"] = serde_json::json!({"prompt_tokens": p, "completion_tokens": 7});
+        }
+        line.to_string()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Dataset lines read through the borrowed view give what the canonical path gives.
+    #[test]
+    fn the_dataset_view_and_the_canonical_path_agree(line in chat_line(), budget in 20u64..3000, agent in any::<bool>()) {
+        use rivumi_compact::dataset::{process_line, process_line_canonical, reads_through_view, LineOutcome};
+        prop_assert!(reads_through_view(&line), "every well-formed shape is read by the view: {}", line);
+        let mut cfg = Config::default();
+        cfg.task.max_total_tokens = Some(budget);
+        if !agent {
+            cfg.runtime.kind = rivumi_compact::config::RuntimeKind::Conversation;
+            cfg.runtime.native_compaction = false;
+            cfg.runtime.context_window = Some(budget);
+        }
+        let mut settings = Settings::from_config(&cfg);
+        settings.input_format = rivumi_compact::formats::InputFormat::Openai;
+        let file = Path::new("d.jsonl");
+        let shape = |o: LineOutcome| match o {
+            LineOutcome::Changed(s) => format!("changed {}", serde_json::from_str::<serde_json::Value>(&s).unwrap()),
+            LineOutcome::Unchanged => "unchanged".to_string(),
+            LineOutcome::Bad(m) => format!("bad {m}"),
+        };
+        let fast = shape(process_line(&line, file, 1, &settings).unwrap());
+        let reference = shape(process_line_canonical(&line, file, 1, &settings).unwrap());
+        prop_assert_eq!(fast, reference, "line: {}", line);
+    }
+}

@@ -10,6 +10,8 @@ use crate::formats::{openhands, InputFormat};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
+mod view;
+
 /// The output line for a processed conversation: kept messages as they were, injected
 /// ones as user messages named `rivumi-<kind>`. Walks the plan directly (no
 /// re-serialization of the kept messages).
@@ -49,8 +51,69 @@ pub enum LineOutcome {
     Bad(String),
 }
 
+/// The output line of a line read through the view: the line's own bytes around the
+/// `messages` array, the kept messages as raw slices, the injected ones as chat messages.
+fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
+    let (t, plan) = (&done.transcript, &done.plan);
+    let mut removed = vec![false; t.items.len()];
+    for &i in &plan.removed {
+        removed[i] = true;
+    }
+    let mut out = String::with_capacity(text.len() + 4096);
+    out.push_str(&text[..spans.array.start]);
+    out.push('[');
+    let mut first = true;
+    let mut push = |out: &mut String, s: &str| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(s);
+    };
+    for (ri, r) in t.records.iter().enumerate() {
+        if r.kind_item().is_some_and(|i| !removed[i]) {
+            push(&mut out, &text[r.span.clone()]);
+        }
+        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
+            push(&mut out, &chat_message(injected).to_string());
+        }
+    }
+    for a in &plan.appended {
+        push(&mut out, &chat_message(a).to_string());
+    }
+    out.push(']');
+    out.push_str(&text[spans.array.end..]);
+    out
+}
+
+/// Whether an OpenAI-format line is read through the borrowed view (the fast path)
+/// rather than the canonical one.
+pub fn reads_through_view(text: &str) -> bool {
+    view::read(text, 1).is_some()
+}
+
 /// Processes one dataset line (without its terminator).
 pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings) -> Result<LineOutcome> {
+    if text.trim().is_empty() {
+        return Ok(LineOutcome::Unchanged);
+    }
+    if settings.input_format != InputFormat::Openhands {
+        if let Some((t, spans)) = view::read(text, line_no) {
+            let done = match engine::process_parsed(t, Path::new("line"), settings) {
+                Ok(d) => d,
+                Err(Error::Failed(m)) => return Err(Error::Failed(m)),
+                Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
+            };
+            return Ok(outcome(&done, file, line_no).unwrap_or_else(|| LineOutcome::Changed(splice(text, &spans, &done))));
+        }
+    }
+    process_line_canonical(text, file, line_no, settings)
+}
+
+/// The reference path for one dataset line: the line as a `Value`, mapped to canonical
+/// records, read back and mapped again. Bad lines are worded here. [`process_line`]
+/// gives the same outcome (kept messages as raw bytes instead of re-serialized).
+pub fn process_line_canonical(text: &str, file: &Path, line_no: usize, settings: &Settings) -> Result<LineOutcome> {
     if text.trim().is_empty() {
         return Ok(LineOutcome::Unchanged);
     }
@@ -71,19 +134,24 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
         Err(Error::Failed(m)) => return Err(Error::Failed(m)),
         Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
     };
-    // A refused checkpoint fails the line (exit 4 at the end), as it fails a file.
-    if let Some(r) = done.plan.decision.reasons.iter().find(|r| r.code == crate::policy::ReasonCode::CheckpointRefused)
-    {
-        return Ok(LineOutcome::Bad(format!("{}:{line_no}: {}", file.display(), r.message)));
-    }
-    if !done.plan.changes() {
-        return Ok(LineOutcome::Unchanged);
+    if let Some(o) = outcome(&done, file, line_no) {
+        return Ok(o);
     }
     let line = match settings.input_format {
         InputFormat::Openhands => openhands_from_plan(&value, &done),
         _ => from_plan(&value, &done),
     };
     Ok(LineOutcome::Changed(line.to_string()))
+}
+
+/// A line that is not rewritten: refused (a refused checkpoint fails the line, exit 4 at
+/// the end, as it fails a file) or unchanged; `None` when the line changes.
+fn outcome(done: &Processed<'_>, file: &Path, line_no: usize) -> Option<LineOutcome> {
+    let refused = done.plan.decision.reasons.iter().find(|r| r.code == crate::policy::ReasonCode::CheckpointRefused);
+    if let Some(r) = refused {
+        return Some(LineOutcome::Bad(format!("{}:{line_no}: {}", file.display(), r.message)));
+    }
+    (!done.plan.changes()).then_some(LineOutcome::Unchanged)
 }
 
 /// The canonical form of one dataset line of either dataset format.
@@ -149,6 +217,20 @@ pub fn add_line_stats(
 ) -> Option<String> {
     if text.trim().is_empty() {
         return None;
+    }
+    if settings.input_format != InputFormat::Openhands {
+        if let Some((t, _)) = view::read(text, line_no) {
+            return match engine::process_parsed(t, Path::new("line"), settings) {
+                Ok(done) => {
+                    stats.add(&done);
+                    None
+                }
+                Err(e) => {
+                    stats.failed += 1;
+                    Some(format!("{}:{line_no}: {e}", file.display()))
+                }
+            };
+        }
     }
     let result = serde_json::from_str::<Value>(text)
         .map_err(|e| e.to_string())
