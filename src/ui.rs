@@ -9,7 +9,7 @@ use std::io::Write as _;
 /// Whether a character is shown escaped: C0 and C1 controls (newline and tab
 /// included), DEL, and the bidirectional marks, embeddings, overrides and isolates
 /// that reorder what a terminal shows (U+061C, U+200E–F, U+202A–E, U+2066–9).
-fn is_unsafe(c: char) -> bool {
+pub fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }

@@ -37,9 +37,23 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
 
 /// An injected canonical record as a chat message.
 fn chat_message(record: &str) -> Value {
-    let v: Value = serde_json::from_str(record).unwrap_or(Value::Null);
-    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note");
-    json!({"role": "user", "name": format!("{NAME_PREFIX}{kind}"), "content": v.get("content").cloned().unwrap_or(json!(""))})
+    serde_json::from_str(&chat_message_text(record)).unwrap_or(Value::Null)
+}
+
+/// An injected canonical record as the text of a chat message: `{"role":"user",
+/// "name":"rivumi-<kind>","content":…}`, its content copied as the JSON it already is.
+fn chat_message_text(record: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Injected<'a> {
+        #[serde(borrow, default)]
+        synthetic: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        content: Option<&'a serde_json::value::RawValue>,
+    }
+    let injected: Injected<'_> = serde_json::from_str(record).unwrap_or(Injected { synthetic: None, content: None });
+    let name = Value::String(format!("{NAME_PREFIX}{}", injected.synthetic.as_deref().unwrap_or("note")));
+    let content = injected.content.map_or("\"\"", serde_json::value::RawValue::get);
+    format!("{{\"role\":\"user\",\"name\":{name},\"content\":{content}}}")
 }
 
 /// What happened to one dataset line.
@@ -75,11 +89,11 @@ fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
             push(&mut out, &text[r.span.clone()]);
         }
         if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            push(&mut out, &chat_message(injected).to_string());
+            push(&mut out, &chat_message_text(injected));
         }
     }
     for a in &plan.appended {
-        push(&mut out, &chat_message(a).to_string());
+        push(&mut out, &chat_message_text(a));
     }
     out.push(']');
     out.push_str(&text[spans.array.end..]);

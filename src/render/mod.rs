@@ -12,19 +12,38 @@ pub fn escape_controls(s: &str) -> String {
 }
 
 /// Folds runs of whitespace to one space, escapes control characters, and cuts the
-/// result at `max` characters (Unicode scalar values), marking a cut with `…`.
+/// result at `max` characters (Unicode scalar values), marking a cut with `…`. One pass
+/// that stops at the cut: a preview of a megabyte costs what a preview of a line does.
 pub fn preview(s: &str, max: usize) -> String {
-    let mut folded = String::new();
-    for word in s.split_whitespace() {
-        if !folded.is_empty() {
-            folded.push(' ');
+    let mut out = String::with_capacity(max.min(s.len()) + 4);
+    let mut count = 0usize;
+    let mut space = false;
+    let mut escaped = String::new();
+    for c in s.chars() {
+        if c.is_whitespace() {
+            space = count > 0;
+            continue;
         }
-        folded.push_str(word);
-        if folded.len() > max * 4 + 16 {
-            break; // enough to cut from; avoids folding megabytes for 240 characters
+        escaped.clear();
+        if space {
+            escaped.push(' ');
+            space = false;
+        }
+        if crate::ui::is_unsafe(c) {
+            escaped.push_str(&crate::ui::escape(c.encode_utf8(&mut [0; 4])));
+        } else {
+            escaped.push(c);
+        }
+        for e in escaped.chars() {
+            if count == max {
+                out.push('…');
+                return out;
+            }
+            out.push(e);
+            count += 1;
         }
     }
-    cut(&escape_controls(&folded), max)
+    out
 }
 
 /// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
@@ -53,6 +72,21 @@ pub fn pressure_reminder(used: u64, limit: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    /// The definition `preview` must keep: fold, escape, then cut.
+    fn reference(s: &str, max: usize) -> String {
+        let folded = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        super::cut(&super::escape_controls(&folded), max)
+    }
+
+    proptest! {
+        #[test]
+        fn preview_is_fold_escape_cut(s in "[a-z \\n\\t\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,60}", max in 0usize..30) {
+            prop_assert_eq!(super::preview(&s, max), reference(&s, max));
+        }
+    }
+
     #[test]
     #[allow(clippy::float_cmp)] // exact values: the ratio is computed in integers
     fn ratios_round_half_up_to_four_decimals() {
