@@ -8,7 +8,7 @@ use crate::engine::Settings;
 use crate::error::{Error, Exit, Result};
 use crate::output::OutDir;
 use rayon::prelude::*;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::Path;
 
 
@@ -132,64 +132,103 @@ fn stream(
     // The reader is not joined: after an error here (a closed stdout) it may be waiting
     // on an input that never ends, and the process does not wait for it.
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::result::Result<Block, Stop>>(2);
+    // Read blocks come back to be filled again: memory is touched once, not per block.
+    let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<u8>>();
     let name = file.to_path_buf();
-    std::thread::spawn(move || read_blocks(reader, &name, limit, &tx));
-    {
-        let mut counts = Counts::default();
-        for block in rx {
-            let block = block?;
-            let lines = split_lines(&block.bytes);
-            let outcomes: Vec<Result<LineOutcome>> = pool.install(|| {
-                lines
-                    .par_iter()
-                    .enumerate()
-                    .map(|(k, range)| {
-                        let n = block.first_line + k;
-                        let raw = &block.bytes[range.clone()];
-                        match std::str::from_utf8(strip_terminator(raw)) {
-                            Ok(text) => process_line(text, file, n, settings),
-                            Err(e) => Ok(LineOutcome::Bad(format!(
-                                "{}:{n}:{}: invalid UTF-8",
-                                file.display(),
-                                e.valid_up_to() + 1
-                            ))),
-                        }
-                    })
-                    .collect()
+    std::thread::spawn(move || read_blocks(reader, &name, limit, &tx, &spent_rx));
+    let mut counts = Counts::default();
+    // One output buffer per piece of a block, kept from block to block.
+    let mut outputs: Vec<Piece> = Vec::new();
+    for block in rx {
+        let block = block?;
+        let lines = split_lines(&block.bytes);
+        // Contiguous pieces, several per thread so that uneven lines balance out.
+        let per = lines.len().div_ceil(pool.current_num_threads() * 8).max(1);
+        let pieces: Vec<&[std::ops::Range<usize>]> = lines.chunks(per).collect();
+        outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
+        pool.install(|| {
+            outputs.par_iter_mut().zip(pieces.par_iter().enumerate()).for_each(|(out, (p, piece))| {
+                out.fill(&block, p * per, piece, file, settings);
             });
-            for (range, outcome) in lines.iter().zip(outcomes) {
-                let raw = &block.bytes[range.clone()];
-                counts.lines += 1;
-                match outcome.map_err(Stop::Input)? {
-                    LineOutcome::Changed(line) => {
-                        counts.changed += 1;
-                        w.write_all(line.as_bytes()).map_err(Stop::Write)?;
-                        w.write_all(&raw[strip_terminator(raw).len()..]).map_err(Stop::Write)?;
-                    }
-                    LineOutcome::Unchanged => w.write_all(raw).map_err(Stop::Write)?,
-                    LineOutcome::Bad(message) => {
-                        counts.bad += 1;
-                        progress.suspend(|| crate::ui::error(&message));
-                        w.write_all(raw).map_err(Stop::Write)?;
-                    }
+        });
+        for out in &outputs[..pieces.len()] {
+            counts.lines += out.lines;
+            counts.changed += out.changed;
+            counts.bad += out.bad.len();
+            for message in &out.bad {
+                progress.suspend(|| crate::ui::error(message));
+            }
+            w.write_all(&out.bytes).map_err(Stop::Write)?;
+            if let Some(e) = &out.failed {
+                return Err(Stop::Input(Error::Failed(e.clone())));
+            }
+        }
+        progress.advance(lines.len(), block.bytes.len());
+        let _ = spent_tx.send(block.bytes);
+    }
+    progress.finish();
+    Ok(counts)
+}
+
+/// The output of a piece of a block: its lines written in order, the bad lines'
+/// messages, and the failure that stopped it (a user's hook).
+#[derive(Default)]
+struct Piece {
+    bytes: Vec<u8>,
+    lines: usize,
+    changed: usize,
+    bad: Vec<String>,
+    failed: Option<String>,
+}
+
+impl Piece {
+    /// Compacts the lines of `ranges` (the first is line `first` of the block).
+    fn fill(&mut self, block: &Block, first: usize, ranges: &[std::ops::Range<usize>], file: &Path, settings: &Settings) {
+        self.bytes.clear();
+        self.bad.clear();
+        (self.lines, self.changed, self.failed) = (0, 0, None);
+        for (k, range) in ranges.iter().enumerate() {
+            let n = block.first_line + first + k;
+            let raw = &block.bytes[range.clone()];
+            let outcome = match std::str::from_utf8(strip_terminator(raw)) {
+                Ok(text) => process_line(text, file, n, settings),
+                Err(e) => Ok(LineOutcome::Bad(format!("{}:{n}:{}: invalid UTF-8", file.display(), e.valid_up_to() + 1))),
+            };
+            self.lines += 1;
+            match outcome {
+                Ok(LineOutcome::Changed(line)) => {
+                    self.changed += 1;
+                    self.bytes.extend_from_slice(line.as_bytes());
+                    self.bytes.extend_from_slice(&raw[strip_terminator(raw).len()..]);
+                }
+                Ok(LineOutcome::Unchanged) => self.bytes.extend_from_slice(raw),
+                Ok(LineOutcome::Bad(message)) => {
+                    self.bad.push(message);
+                    self.bytes.extend_from_slice(raw);
+                }
+                Err(e) => {
+                    self.lines -= 1;
+                    self.failed = Some(e.to_string());
+                    return;
                 }
             }
-            progress.advance(lines.len(), block.bytes.len());
         }
-        progress.finish();
-        Ok(counts)
     }
 }
 
-/// Reads blocks of whole lines until the end; a line longer than `limit` is an error
-/// (found while it is read: an endless line never fills memory). Stops quietly when
-/// the consumer has gone (it stopped on an error of its own).
+/// Reads blocks of whole lines until the end, straight into buffers the consumer gives
+/// back; a line longer than `limit` is an error (found while it is read: an endless line
+/// never fills memory). Stops quietly when the consumer has gone (it stopped on an error
+/// of its own).
 fn read_blocks(
     mut reader: impl BufRead,
     file: &Path,
     limit: u64,
     tx: &std::sync::mpsc::SyncSender<std::result::Result<Block, Stop>>,
+    spent: &std::sync::mpsc::Receiver<Vec<u8>>,
 ) {
+    /// More bytes read at a time for a line that runs past the block.
+    const MORE: usize = 1 << 20;
     let too_long = |line: usize| {
         Stop::Input(Error::bad_line(file, line, 1, format!("cannot read: a line longer than {limit} bytes")))
     };
@@ -197,37 +236,38 @@ fn read_blocks(
     let mut line_no = 1;
     let mut eof = false;
     while !eof {
-        let mut bytes = std::mem::take(&mut carry);
-        bytes.reserve(BLOCK);
+        let mut bytes = spent.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK + MORE));
+        bytes.clear();
+        bytes.extend_from_slice(&carry);
+        carry.clear();
         // The end of the last whole line in `bytes` (a carried part has none).
         let mut last_end: Option<usize> = None;
         while bytes.len() < BLOCK || last_end.is_none() {
-            let open_line = bytes.len() - last_end.unwrap_or(0);
-            if open_line as u64 > limit {
+            if (bytes.len() - last_end.unwrap_or(0)) as u64 > limit {
                 let at = line_no + memchr::memchr_iter(b'\n', &bytes).count();
                 let _ = tx.send(Err(too_long(at)));
                 return;
             }
-            let available = match reader.fill_buf() {
-                Ok(b) => b,
+            let base = bytes.len();
+            let want = BLOCK.saturating_sub(base).max(MORE) as u64;
+            match (&mut reader).take(want).read_to_end(&mut bytes) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(_) => {}
                 Err(e) => {
                     let _ = tx.send(Err(Stop::Input(Error::bad_line(file, line_no, 1, format!("cannot read: {e}")))));
                     return;
                 }
-            };
-            if available.is_empty() {
-                eof = true;
-                break;
             }
-            let (base, n) = (bytes.len(), available.len());
-            bytes.extend_from_slice(available);
-            reader.consume(n);
             if let Some(p) = memchr::memrchr(b'\n', &bytes[base..]) {
                 last_end = Some(base + p + 1);
             }
         }
         let cut = if eof { bytes.len() } else { last_end.unwrap_or(bytes.len()) };
-        carry = bytes.split_off(cut);
+        carry.extend_from_slice(&bytes[cut..]);
+        bytes.truncate(cut);
         if let Some(k) = long_line(&bytes, limit) {
             let _ = tx.send(Err(too_long(line_no + k)));
             return;

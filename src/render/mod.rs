@@ -24,6 +24,16 @@ pub fn preview(s: &str, max: usize) -> String {
             space = count > 0;
             continue;
         }
+        if !space && c.is_ascii_graphic() {
+            // The common case: one character out, nothing to escape.
+            if count == max {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            count += 1;
+            continue;
+        }
         escaped.clear();
         if space {
             escaped.push(' ');
