@@ -97,3 +97,41 @@ pub(super) fn jobs(asked: usize) -> usize {
         asked.min(cores)
     }
 }
+
+/// The rows of a dataset, in order: each row's line number and its text (or why it is
+/// not text), streamed; `only` keeps one row. Blank lines are not rows. Returns the
+/// number of lines read.
+pub(super) fn for_each_row(
+    input: &Input,
+    only: Option<u64>,
+    mut f: impl FnMut(usize, std::result::Result<&str, String>) -> Result<()>,
+) -> Result<usize> {
+    let mut reader = input.open()?.into_reader();
+    let limit = crate::source::max_input_bytes();
+    let mut raw = Vec::new();
+    let mut n = 0usize;
+    loop {
+        raw.clear();
+        let read = crate::source::read_line_bounded(&mut reader, &mut raw, limit)
+            .map_err(|e| Error::bad_line(&input.path, n + 1, 1, format!("cannot read: {e}")))?;
+        if read == 0 {
+            return Ok(n);
+        }
+        n += 1;
+        if only.is_some_and(|k| k != n as u64) {
+            continue;
+        }
+        let body = raw.strip_suffix(b"\n").unwrap_or(&raw);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match std::str::from_utf8(body) {
+            Ok(text) => f(n, Ok(text))?,
+            Err(e) => f(n, Err(format!("{}: invalid UTF-8", e.valid_up_to() + 1)))?,
+        }
+        if only.is_some() {
+            return Ok(n);
+        }
+    }
+}

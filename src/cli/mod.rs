@@ -175,6 +175,9 @@ pub struct ValidateArgs {
     /// Print the violations as a JSON array
     #[arg(long)]
     pub json: bool,
+    /// Only this row of a dataset (1-based line number)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub line: Option<u64>,
     /// Input format
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = InputFormat::Auto)]
     pub input_format: InputFormat,
@@ -182,12 +185,15 @@ pub struct ValidateArgs {
 
 #[derive(Debug, Args)]
 pub struct DecideArgs {
-    /// The transcript
+    /// The transcript (or a dataset: one decision per row)
     #[arg(value_name = "INPUT")]
     pub input: String,
-    /// Print the decision as JSON
+    /// Print the decision as JSON (JSON Lines for the rows of a dataset)
     #[arg(long)]
     pub json: bool,
+    /// Only this row of a dataset (1-based line number)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub line: Option<u64>,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }

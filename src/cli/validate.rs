@@ -1,18 +1,41 @@
 //! `validate`: every broken invariant of the inputs, with file and line.
 
-use super::common::{load, stdout_write};
+use super::common::{for_each_row, load, stdout_write};
 use super::inputs;
 use super::ValidateArgs;
 use crate::error::{Exit, Result};
 use crate::formats::InputFormat;
 use crate::ui;
+use crate::validate::Violation;
 use std::path::PathBuf;
 
 pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
     let inputs = inputs::expand(&args.inputs, args.input_format, None)?;
     let mut all = Vec::new();
     let mut unreadable = false;
+    let mut transcripts = 0;
     for input in &inputs {
+        let dataset = inputs::dataset_format(args.input_format, std::slice::from_ref(input));
+        if let Some(format) = dataset {
+            match dataset_rows(input, format, args.line) {
+                Ok((found, rows)) => {
+                    all.extend(found);
+                    transcripts += rows;
+                }
+                Err(e) => {
+                    unreadable = true;
+                    ui::error(&e.to_string());
+                }
+            }
+            continue;
+        }
+        if args.line.is_some() {
+            return Err(crate::error::Error::Usage(format!(
+                "--line N picks a row of a dataset; {} is a transcript",
+                ui::escape(&input.path.display().to_string())
+            )));
+        }
+        transcripts += 1;
         match load(input, args.input_format) {
             Ok(canonical) => {
                 // Imported files are validated in their canonical form: say so, since
@@ -39,7 +62,7 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
             .iter()
             .map(|v| format!("{}:{}: {}: {}\n", ui::escape(&v.file), v.line, v.code, ui::escape(&v.message)))
             .collect();
-        s.push_str(&format!("{} violation(s) in {} transcript(s)\n", all.len(), inputs.len()));
+        s.push_str(&format!("{} violation(s) in {transcripts} transcript(s)\n", all.len()));
         s
     };
     stdout_write(|w| w.write_all(text.as_bytes()))?;
@@ -50,4 +73,36 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
     } else {
         Exit::Differences
     })
+}
+
+/// Every row of a dataset (or the one `--line` names), each validated in its canonical
+/// form; a violation is reported at the row's line, naming the message it is about.
+fn dataset_rows(input: &inputs::Input, format: InputFormat, only: Option<u64>) -> Result<(Vec<Violation>, usize)> {
+    let shown = input.path.display().to_string();
+    let mut out = Vec::new();
+    let mut found = false;
+    let mut rows = 0;
+    let lines = for_each_row(input, only, |n, text| {
+        found = true;
+        rows += 1;
+        let bad = |message: String| Violation { file: shown.clone(), line: n, code: "bad_line", message };
+        let canonical = match text {
+            Ok(text) => crate::dataset::row_canonical(text, format),
+            Err(m) => Err((1, m)),
+        };
+        match canonical {
+            Err((column, m)) => out.push(bad(format!("column {column}: {m}"))),
+            Ok(c) => {
+                for v in crate::validate::validate(&c, std::path::Path::new(&shown)) {
+                    let message = format!("message {}: {}", v.line.saturating_sub(1), v.message);
+                    out.push(Violation { line: n, message, ..v });
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if let (Some(k), false) = (only, found) {
+        return Err(crate::error::Error::bad_input(&input.path, format!("--line {k}: there is no row there ({lines} lines)")));
+    }
+    Ok((out, rows))
 }

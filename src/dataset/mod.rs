@@ -168,6 +168,13 @@ fn outcome(done: &Processed<'_>, file: &Path, line_no: usize) -> Option<LineOutc
     (!done.plan.changes()).then_some(LineOutcome::Unchanged)
 }
 
+/// The canonical form of one dataset row (a line without its terminator), or where and
+/// why it cannot be read: (column, message).
+pub fn row_canonical(text: &str, format: InputFormat) -> std::result::Result<Vec<u8>, (usize, String)> {
+    let value: Value = serde_json::from_str(text).map_err(|e| crate::error::serde_position(&e, text))?;
+    canonical_line(&value, format).map_err(|m| (1, m))
+}
+
 /// The canonical form of one dataset line of either dataset format.
 fn canonical_line(value: &Value, format: InputFormat) -> std::result::Result<Vec<u8>, String> {
     match format {

@@ -68,3 +68,43 @@ fn an_openhands_evaluation_output_is_a_dataset_of_instances() {
     let again = cmd().args(["run", "-", "--max-total-tokens", "20000"]).write_stdin(out.clone()).output().unwrap();
     assert_eq!(stdout(&again), out, "a second run is a no-op");
 }
+
+#[test]
+fn decide_and_validate_read_every_row_or_the_one_named() {
+    let o = run(&["decide", DATA, "--max-total-tokens", "300"]);
+    assert_eq!(o.status.code(), Some(3), "a bad row is bad input");
+    let rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows[0].starts_with(&format!("{DATA}:1: agent-runner: ")) && rows[0].ends_with("-> history_fallback"));
+    assert!(rows[1].starts_with(&format!("{DATA}:2: ")), "{}", rows[1]);
+    assert!(stderr(&o).contains(&format!("{DATA}:3:46: EOF while parsing a string")), "{}", stderr(&o));
+    let json = stdout(&run(&["decide", DATA, "--json", "--max-total-tokens", "300"]));
+    let lines: Vec<u64> = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, [1, 2, 4]);
+    let one = run(&["decide", DATA, "--line", "1", "--json", "--max-total-tokens", "300"]);
+    assert!(one.status.success(), "{}", stderr(&one));
+    let d: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!((d["action"].as_str(), d["input_format"].as_str()), (Some("history_fallback"), Some("openai")));
+    assert!(d["turns"].as_array().is_some_and(|t| !t.is_empty()));
+    let past = run(&["decide", DATA, "--line", "40"]);
+    assert_eq!(past.status.code(), Some(3));
+    assert!(stderr(&past).contains("--line 40: there is no row there (4 lines)"), "{}", stderr(&past));
+    let v = run(&["validate", DATA, "--json"]);
+    assert_eq!(v.status.code(), Some(1));
+    let found: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(found.as_array().unwrap().len(), 1);
+    assert_eq!((found[0]["line"].as_u64(), found[0]["code"].as_str()), (Some(3), Some("bad_line")));
+    assert_eq!(run(&["validate", DATA, "--line", "2"]).status.code(), Some(0));
+    let transcript = run(&["decide", "testdata/cases/fallback-applied/input.jsonl", "--line", "2"]);
+    assert_eq!(transcript.status.code(), Some(2), "--line is for datasets");
+}
+
+#[test]
+fn validate_names_the_message_of_a_row() {
+    let row = r#"{"messages":[{"role":"user","content":"a"},{"role":"tool","tool_call_id":"zz","content":"x"}]}"#;
+    let o = cmd().args(["validate", "-"]).write_stdin(format!("{row}\n{row}\n")).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("-:1: result_without_call: message 1: ") && out.contains("-:2: result_without_call: message 1: "), "{out}");
+    assert!(out.ends_with("2 violation(s) in 2 transcript(s)\n"), "{out}");
+}
