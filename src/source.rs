@@ -55,6 +55,47 @@ pub struct Opened {
     size: Option<u64>,
     /// The regular file itself, for reading it in parallel.
     file: Option<std::sync::Arc<std::fs::File>>,
+    /// How the input was compressed (it is read decompressed).
+    compressed: Option<Compression>,
+}
+
+/// The compressions read transparently, by their magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// The compression whose magic bytes start `head`.
+    pub fn of(head: &[u8]) -> Option<Compression> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Some(Compression::Gzip)
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(Compression::Zstd)
+        } else {
+            None
+        }
+    }
+
+    /// The file name suffixes of compressed inputs (a walk finds `x.jsonl.gz`).
+    pub const SUFFIXES: [&'static str; 3] = ["gz", "zst", "zstd"];
+
+    /// A file name without its compression suffix (`a.jsonl.gz` → `a.jsonl`).
+    pub fn strip_suffix(name: &str) -> &str {
+        Compression::SUFFIXES
+            .iter()
+            .find_map(|c| name.strip_suffix(c).and_then(|n| n.strip_suffix('.')))
+            .unwrap_or(name)
+    }
+
+    fn decoder(self, raw: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
+        Ok(match self {
+            // Concatenated gzip members (as `cat a.gz b.gz` makes) are read as one stream.
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::new(raw))),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(raw)?),
+        })
+    }
 }
 
 impl Opened {
@@ -69,7 +110,9 @@ impl Opened {
         let size = meta.is_file().then_some(meta.len());
         let file = std::sync::Arc::new(file);
         let mut opened = Opened::new(Box::new(SharedFile(file.clone())), path, size)?;
-        opened.file = size.map(|_| file);
+        if opened.compressed.is_none() {
+            opened.file = size.map(|_| file);
+        }
         Ok(opened)
     }
 
@@ -81,7 +124,16 @@ impl Opened {
     fn new(mut rest: Box<dyn Read + Send>, name: &Path, size: Option<u64>) -> Result<Opened> {
         let mut head = Vec::with_capacity(SNIFF_BYTES);
         (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::read(name, e))?;
-        let opened = Opened { head, rest, name: name.to_path_buf(), size, file: None };
+        if let Some(compression) = Compression::of(&head) {
+            // A compressed input is read through its decoder (known by its magic bytes,
+            // whatever its name); the head is read again, decompressed.
+            let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));
+            let decoded = compression.decoder(raw).map_err(|e| Error::read(name, e))?;
+            let mut opened = Opened::new(decoded, name, None)?;
+            opened.compressed = Some(compression);
+            return Ok(opened);
+        }
+        let opened = Opened { head, rest, name: name.to_path_buf(), size, file: None, compressed: None };
         if opened.size.is_none() {
             opened.check_start()?;
         }

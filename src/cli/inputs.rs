@@ -125,15 +125,25 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
 /// behind a `_`, so an output folder is always a plain name inside `--out-dir`.
 pub fn out_stem(file: &Path) -> PathBuf {
     let name = file.to_string_lossy();
-    let stem = match name.rfind('.') {
+    // A compressed input's folder is named as the file inside it (`a.jsonl.gz` → `a`).
+    let inner = crate::source::Compression::strip_suffix(&name);
+    let stem = match inner.rfind('.') {
         Some(0) | None => &name[..],
-        Some(at) => &name[..at],
+        Some(at) => &inner[..at],
     };
     if matches!(stem, "" | "." | "..") {
         PathBuf::from(format!("_{name}"))
     } else {
         PathBuf::from(stem)
     }
+}
+
+/// Whether a file has one of the extensions, also under a compression suffix
+/// (`a.jsonl`, `a.jsonl.gz`, `a.traj.zst`).
+pub fn has_extension(p: &Path, exts: &[&str]) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let inner = crate::source::Compression::strip_suffix(&name);
+    Path::new(inner).extension().is_some_and(|e| exts.iter().any(|x| e == *x))
 }
 
 fn is_glob(s: &str) -> bool {
@@ -219,7 +229,7 @@ impl<'a> Walk<'a> {
             }
             return Ok(());
         }
-        let ext_ok = self.exts.is_empty() || p.extension().is_some_and(|e| self.exts.iter().any(|x| e == *x));
+        let ext_ok = self.exts.is_empty() || has_extension(&p, self.exts);
         let norm: PathBuf = p.components().filter(|c| !matches!(c, Component::CurDir)).collect();
         if !ext_ok || self.filter.is_some_and(|f| !f(&p) && !f(&norm)) {
             return Ok(());

@@ -151,7 +151,9 @@ pub fn dataset_format(path: &Path, head: &[u8]) -> Option<InputFormat> {
 /// Detects the format of a file from its extension (`.traj` is SWE-agent's, whatever
 /// its size) and its head.
 pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
-    if path.extension().is_some_and(|e| e == "traj") {
+    let name = path.to_string_lossy();
+    let inner = crate::source::Compression::strip_suffix(&name);
+    if Path::new(inner).extension().is_some_and(|e| e == "traj") {
         return InputFormat::SweAgent;
     }
     detect(head)

@@ -2,6 +2,7 @@
 
 mod batch;
 mod check;
+mod compressed;
 mod cli;
 mod dataset;
 mod docs;
