@@ -22,6 +22,8 @@ pub struct Settings {
     pub dry_run: bool,
     /// The input format the user named (`Auto` detects).
     pub input_format: InputFormat,
+    /// The format compacted transcripts are written in.
+    pub output_format: crate::output::OutputFormat,
     /// The profile laid between the defaults and the session (SPEC 12).
     profile: config::Profile,
     /// The configuration of a transcript without a session record (dataset lines),
@@ -128,6 +130,8 @@ pub struct Processed<'a> {
     pub config: std::sync::Arc<Config>,
     pub plan: Plan,
     pub warnings: Vec<String>,
+    /// The format the transcript is written in.
+    pub output_format: crate::output::OutputFormat,
 }
 
 impl Processed<'_> {
@@ -196,7 +200,8 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
     if !settings.dry_run {
         run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
-    Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings })
+    let output_format = settings.output_format;
+    Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings, output_format })
 }
 
 /// Runs the user's summarizer on the removed turns (canonical records as a JSON array).

@@ -200,6 +200,16 @@ fn remove_stale(real: &Path, files: &[&str]) -> io::Result<()> {
     Ok(())
 }
 
+/// The format a compacted transcript is written in (`--output-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Canonical JSONL (SPEC 1); dataset mode keeps its own format.
+    #[default]
+    Canonical,
+    /// One OpenAI chat line per transcript (`{"messages":[…]}`), as dataset mode reads it.
+    Openai,
+}
+
 /// The outputs of one run, by the file name `--out-dir` gives each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -227,7 +237,13 @@ impl Output {
     /// Writes this output of a processed transcript.
     pub fn write(self, w: &mut dyn Write, done: &crate::engine::Processed<'_>) -> io::Result<()> {
         match self {
-            Output::Transcript => write_transcript(w, &done.transcript, &done.plan),
+            Output::Transcript => match done.output_format {
+                OutputFormat::Canonical => write_transcript(w, &done.transcript, &done.plan),
+                OutputFormat::Openai => {
+                    w.write_all(crate::dataset::chat_line(done).as_bytes())?;
+                    w.write_all(b"\n")
+                }
+            },
             Output::Decision => w.write_all(done.decision_json().as_bytes()),
             Output::Journal => w.write_all(done.plan.journal.to_jsonl().as_bytes()),
             Output::Summary => w.write_all(done.plan.summary_text.as_deref().unwrap_or("").as_bytes()),

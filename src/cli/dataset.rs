@@ -21,13 +21,13 @@ struct Counts {
 }
 
 /// Runs dataset mode over the inputs: stdout for one input, else `DIR/<name>/transcript.jsonl`.
-pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize) -> Exit {
+pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize, w: &mut dyn Write) -> Exit {
     crate::signals::install();
     let pool = crate::batch::pool(jobs);
     let mut total = Counts::default();
     let mut failed = Vec::new();
     for input in inputs {
-        match one(input, settings, out_dir, &pool) {
+        match one(input, settings, out_dir, &pool, w) {
             Ok(Some(counts)) => {
                 total.lines += counts.lines;
                 total.changed += counts.changed;
@@ -62,14 +62,13 @@ fn one(
     settings: &Settings,
     out_dir: Option<&OutDir>,
     pool: &rayon::ThreadPool,
+    w: &mut dyn Write,
 ) -> Result<Option<Counts>> {
     let opened = input.open()?;
     let size = opened.size();
     let reader = opened.into_reader();
     let Some(out) = out_dir else {
-        let stdout = io::stdout();
-        let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-        let streamed = stream(reader, &mut w, &input.path, settings, pool, size)
+        let streamed = stream(reader, w, &input.path, settings, pool, size)
             .and_then(|c| w.flush().map(|()| c).map_err(Stop::Write));
         return match streamed {
             Ok(c) => Ok(Some(c)),

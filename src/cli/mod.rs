@@ -16,6 +16,7 @@ mod validate;
 use crate::config::{Profile, RuntimeKind, Tokenizer};
 use crate::error::Exit;
 use crate::formats::InputFormat;
+use crate::output::OutputFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
@@ -114,6 +115,12 @@ pub struct RunArgs {
     /// Decide without side effects: no files, no hooks, no summarizer; print the decision
     #[arg(long)]
     pub dry_run: bool,
+    /// The format of the compacted transcript: canonical JSONL, or one OpenAI chat line per transcript
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Canonical)]
+    pub output_format: OutputFormat,
+    /// Write what would go to stdout into FILE instead (atomically)
+    #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
+    pub out: Option<PathBuf>,
     /// Files processed in parallel (0: one per core)
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     pub jobs: usize,

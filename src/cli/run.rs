@@ -1,52 +1,101 @@
 //! `run`: one input to stdout, or many (or an out-dir) as a parallel batch; dataset
 //! mode for OpenAI-format files.
 
-use super::common::{display, jobs, print_warnings, settings, stdout_write, with_processed};
+use super::common::{display, jobs, print_warnings, settings, with_processed};
 use super::inputs::{self, Input};
 use super::{Emit, RunArgs};
 use crate::engine::{Processed, Settings};
 use crate::error::{Error, Exit, Result};
-use crate::output::{self, OutDir, Output};
+use crate::output::{self, OutDir, Output, OutputFormat};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
-    let settings = settings(&args.policy, args.dry_run)?;
+    let mut settings = settings(&args.policy, args.dry_run)?;
+    settings.output_format = args.output_format;
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
-    if let Some(dataset) = inputs::dataset_format(args.policy.input_format, &inputs) {
+    let Some(file) = &args.out else {
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        return run_into(&args, &settings, &inputs, &mut w);
+    };
+    // `--out FILE`: what stdout would get, written aside and renamed when the run ends;
+    // a run that fails as a whole (bad input, a usage error) leaves no file.
+    check_out_file(file, &inputs)?;
+    let mut result = None;
+    let written = output::write_atomic(file, |w| {
+        let r = run_into(&args, &settings, &inputs, w);
+        let ok = r.is_ok();
+        result = Some(r);
+        if ok {
+            Ok(())
+        } else {
+            Err(io::Error::other("not written"))
+        }
+    });
+    match result {
+        Some(Ok(code)) => written.map(|()| code).map_err(|e| Error::write(file, e)),
+        Some(Err(Error::Write { path, source })) if path == Path::new("<stdout>") => Err(Error::write(file, source)),
+        Some(Err(e)) => Err(e),
+        None => Err(Error::write(file, written.expect_err("the writer ran unless creating the file failed"))),
+    }
+}
+
+/// `--out FILE` may not be an input.
+fn check_out_file(file: &Path, inputs: &[Input]) -> Result<()> {
+    let Ok(real) = std::fs::canonicalize(file) else { return Ok(()) };
+    if real_paths(inputs).contains(&real) {
+        return Err(Error::Usage(format!("--out {} is an input", crate::ui::escape(&file.display().to_string()))));
+    }
+    Ok(())
+}
+
+/// The run, with what goes to stdout written to `w`.
+fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn Write) -> Result<Exit> {
+    if let Some(dataset) = inputs::dataset_format(args.policy.input_format, inputs) {
         if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
             return Err(Error::Usage(format!("dataset mode ({dataset}) writes one line per line: no --dry-run or --emit")));
         }
         if inputs.len() > 1 && args.out_dir.is_none() {
             return Err(Error::Usage(format!("{} inputs need --out-dir", inputs.len())));
         }
-        let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
+        let out = args.out_dir.as_deref().map(|dir| out_dir(dir, inputs)).transpose()?;
         let mut s = settings.clone();
         s.input_format = dataset;
-        return Ok(super::dataset::run(&inputs, &s, out.as_ref(), jobs(args.jobs)));
+        return Ok(super::dataset::run(inputs, &s, out.as_ref(), jobs(args.jobs), w));
     }
-    if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run {
+    // One chat line per transcript: several inputs give their lines in input order.
+    let lines = args.output_format == OutputFormat::Openai && args.emit.is_none_or(|e| e == Emit::Transcript);
+    if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run && !lines {
         return Err(Error::Usage(format!(
             "{} inputs need --out-dir (one input prints its transcript on stdout)",
             inputs.len()
         )));
     }
-    let out = args.out_dir.as_deref().map(|dir| out_dir(dir, &inputs)).transpose()?;
+    let out = args.out_dir.as_deref().map(|dir| out_dir(dir, inputs)).transpose()?;
     if inputs.len() == 1 && out.is_none() {
         let input = &inputs[0];
-        return with_processed(input, &settings, |done| {
+        return with_processed(input, settings, |done| {
             print_warnings(done);
             if let (Some(e), false) = (done.refusal(), args.dry_run) {
                 return Err(e);
             }
             crate::ui::note(&format!("{}: {}", display(input), done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
-            let code = stdout_write(|w| emit_to(w, done, emit))?;
+            let code = write_out(w, |w| emit_to(w, done, emit))?;
             Ok(if done.plan.refused() { Exit::Failed } else { code })
         });
     }
-    run_batch(&args, &settings, &inputs, out.as_ref())
+    run_batch(args, settings, inputs, out.as_ref(), lines, w)
+}
+
+/// Writes to the run's output; a reader that closes stdout early (`head`) is not an error.
+fn write_out(w: &mut dyn Write, f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<Exit> {
+    match f(w).and_then(|()| w.flush()) {
+        Ok(()) => Ok(Exit::Ok),
+        Err(e) => Err(Error::stdout(e)),
+    }
 }
 
 /// The out-dir, after the checks that come before anything is written.
@@ -59,11 +108,16 @@ fn out_dir(dir: &Path, inputs: &[Input]) -> Result<OutDir> {
 
 /// Several inputs (or an out-dir): processed in parallel, reported in input order as
 /// each finishes (stdout, warnings and errors stream; nothing is held for the end).
-fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<&OutDir>) -> Result<Exit> {
+fn run_batch(
+    args: &RunArgs,
+    settings: &Settings,
+    inputs: &[Input],
+    out: Option<&OutDir>,
+    lines: bool,
+    w: &mut dyn Write,
+) -> Result<Exit> {
     crate::signals::graceful();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
-    let stdout = io::stdout();
-    let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
     let mut single_error = None;
     let mut closed = None;
@@ -78,7 +132,7 @@ fn run_batch(args: &RunArgs, settings: &Settings, inputs: &[Input], out: Option<
             let line = format!("{}: {}", display(input), done.plan.decision.one_line());
             // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order.
             let mut emitted = Vec::new();
-            let emit = args.emit.or(args.dry_run.then_some(Emit::Decision));
+            let emit = args.emit.or(args.dry_run.then_some(Emit::Decision)).or(lines.then_some(Emit::Transcript));
             if let Some(e) = emit {
                 emit_to(&mut emitted, done, e).map_err(Error::stdout)?;
             }

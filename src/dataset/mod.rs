@@ -7,6 +7,7 @@ use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Result};
 use crate::formats::openai::{to_canonical, NAME_PREFIX};
 use crate::formats::{openhands, InputFormat};
+use crate::output::OutputFormat;
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -33,6 +34,68 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("messages".into(), Value::Array(messages));
     Value::Object(out)
+}
+
+/// A processed transcript of any format as one OpenAI chat line: the compacted
+/// history's messages in order (calls as `tool_calls` with JSON-string `arguments`,
+/// results as `role: "tool"`, usage as the provider reports it so a second run counts
+/// the same), injected records as user messages named `rivumi-<kind>`. Events and the
+/// session record are not messages and are left out.
+pub fn chat_line(done: &Processed<'_>) -> String {
+    let (t, plan) = (&done.transcript, &done.plan);
+    let mut removed = vec![false; t.items.len()];
+    for &i in &plan.removed {
+        removed[i] = true;
+    }
+    let mut messages: Vec<String> = Vec::with_capacity(t.items.len() + 3);
+    for (ri, r) in t.records.iter().enumerate() {
+        if let Some(i) = r.kind_item().filter(|&i| !removed[i]) {
+            messages.push(chat_item(t, i).to_string());
+        }
+        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
+            messages.push(chat_message_text(injected));
+        }
+    }
+    messages.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message_text(a)));
+    format!("{{\"messages\":[{}]}}", messages.join(","))
+}
+
+/// Whether an appended canonical record is a message (not an event).
+fn is_message(record: &str) -> bool {
+    serde_json::from_str::<Value>(record).is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("message"))
+}
+
+/// One canonical item as a chat message.
+fn chat_item(t: &crate::transcript::Transcript<'_>, i: usize) -> Value {
+    use crate::transcript::ItemKind;
+    let item = &t.items[i];
+    let text = crate::transcript::item_text(t, i);
+    match &item.kind {
+        ItemKind::ToolResult { call_id, .. } => json!({"role": "tool", "tool_call_id": call_id, "content": text}),
+        ItemKind::Message { role, calls, usage } => {
+            let mut m = Map::new();
+            m.insert("role".into(), json!(role.as_str()));
+            if let Some(kind) = &item.synthetic {
+                m.insert("name".into(), json!(format!("{NAME_PREFIX}{kind}")));
+            }
+            m.insert("content".into(), json!(text));
+            if !calls.is_empty() {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments.get()}}))
+                    .collect();
+                m.insert("tool_calls".into(), Value::Array(calls));
+            }
+            if let Some(u) = usage {
+                // OpenAI's prompt count includes cached tokens (SPEC 1): the size is kept.
+                let prompt = u.input_tokens.saturating_add(u.cache_read_tokens).saturating_add(u.cache_write_tokens);
+                m.insert("usage".into(), json!({"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
+                    "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens}}));
+            }
+            Value::Object(m)
+        }
+    }
 }
 
 /// An injected canonical record as a chat message.
@@ -148,8 +211,12 @@ pub fn process_line_canonical(text: &str, file: &Path, line_no: usize, settings:
         Err(Error::Failed(m)) => return Err(Error::Failed(m)),
         Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
     };
-    if let Some(o) = outcome(&done, file, line_no) {
-        return Ok(o);
+    // An OpenHands row asked for as a chat line is converted even when nothing changed.
+    let convert = settings.input_format == InputFormat::Openhands && settings.output_format == OutputFormat::Openai;
+    match outcome(&done, file, line_no) {
+        Some(LineOutcome::Unchanged) | None if convert => return Ok(LineOutcome::Changed(chat_line(&done))),
+        Some(o) => return Ok(o),
+        None => {}
     }
     let line = match settings.input_format {
         InputFormat::Openhands => openhands_from_plan(&value, &done),

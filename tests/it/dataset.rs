@@ -108,3 +108,90 @@ fn validate_names_the_message_of_a_row() {
     assert!(out.contains("-:1: result_without_call: message 1: ") && out.contains("-:2: result_without_call: message 1: "), "{out}");
     assert!(out.ends_with("2 violation(s) in 2 transcript(s)\n"), "{out}");
 }
+
+/// Checks one OpenAI chat line: roles, calls with JSON-string arguments, results that
+/// answer an earlier call; returns the names of injected messages.
+fn check_chat_line(line: &str) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let mut calls = std::collections::HashSet::new();
+    let mut injected = Vec::new();
+    for m in v["messages"].as_array().unwrap() {
+        let role = m["role"].as_str().unwrap();
+        assert!(["system", "developer", "user", "assistant", "tool"].contains(&role), "{m}");
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            let args = c["function"]["arguments"].as_str().expect("arguments are a JSON string");
+            serde_json::from_str::<serde_json::Value>(args).expect("holding JSON");
+            calls.insert(c["id"].as_str().unwrap().to_string());
+        }
+        if role == "tool" {
+            assert!(calls.contains(m["tool_call_id"].as_str().unwrap()), "a result answers an earlier call: {m}");
+        }
+        if let Some(name) = m["name"].as_str() {
+            injected.push(name.to_string());
+        }
+    }
+    injected
+}
+
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn every_agents_logs_become_training_lines() {
+    let files = [
+        "../shared/realdata/claude-code/session-258c7280.jsonl",
+        "../shared/realdata/codex/small.jsonl",
+        "../shared/realdata/swe-agent/marshmallow-1867.function_calling.traj",
+        "../shared/realdata/openhands/basic_gui_mode.json",
+        "testdata/cases/codex-rollout-quirks/input.jsonl",
+    ];
+    for f in files {
+        let args = ["run", f, "--output-format", "openai", "--runtime", "agent-runner", "--max-total-tokens", "2000"];
+        let o = run(&args);
+        assert!(o.status.success(), "{f}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert_eq!(out.lines().count(), 1, "{f}: one line per transcript");
+        let injected = check_chat_line(out.trim_end());
+        assert!(injected.contains(&"rivumi-reanchor".to_string()), "{f}: {injected:?}");
+        // A second run over that output, with the same flags, changes nothing.
+        let again = cmd().args(["run", "-", "--runtime", "agent-runner", "--max-total-tokens", "2000"]).write_stdin(out.clone()).output().unwrap();
+        assert_eq!(stdout(&again), out, "{f}");
+    }
+}
+
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn a_folder_of_sessions_is_one_line_each_in_input_order() {
+    let dir = "../shared/realdata/claude-code";
+    let o = run(&["run", dir, "--output-format", "openai"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(crate::support::root().join(dir)).unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), names.len());
+    for (name, line) in names.iter().zip(&lines) {
+        let single = stdout(&run(&["run", &format!("{dir}/{name}"), "--output-format", "openai"]));
+        assert_eq!(&single, &format!("{line}\n"), "{name} in its place");
+        check_chat_line(line);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("train.jsonl");
+    let o = run(&["run", dir, "--output-format", "openai", "--out", crate::support::path_str(&file)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), lines.join("\n") + "\n");
+}
+
+#[test]
+fn out_is_written_whole_or_not_at_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("out.jsonl");
+    let (_d, bad) = crate::support::temp_file("bad.jsonl", b"{\"type\":\"message\",\"id\":\n");
+    let o = run(&["run", crate::support::path_str(&bad), "--out", crate::support::path_str(&file)]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(!file.exists(), "a failed run leaves no file");
+    let o = run(&["run", DATA, "--max-total-tokens", "300", "--out", crate::support::path_str(&file)]);
+    assert_eq!(o.status.code(), Some(4), "a bad line: exit 4, the others written");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 4);
+    let o = run(&["run", DATA, "--out", DATA]);
+    assert_eq!(o.status.code(), Some(2), "--out may not be an input: {}", stderr(&o));
+}
