@@ -4,6 +4,8 @@
     gen.py big OUT.jsonl --mb 150        one large session (about 7.5 KB per turn)
     gen.py many OUT_DIR --files 10000    small sessions of 5-50 KB each
     gen.py dataset OUT.jsonl --lines N   OpenAI-format conversations, one per line
+    gen.py agents OUT.jsonl --lines N    OpenAI-format agent trajectories with tool calls
+                                         (about 30 KB each, as SWE-style datasets hold)
 
 Tool results carry code-like text with escapes (newlines, quotes, tabs, non-ASCII),
 assistant messages carry usage, and the budget is set so the fallback is applied.
@@ -61,6 +63,22 @@ def session(rng, turns, result_bytes, budget_ratio=1.2):
     return out
 
 
+def agent_line(rng, i):
+    """One agent trajectory in the chat format: a task, then steps of an assistant call
+    (with a thought, JSON-string arguments) and its tool result."""
+    msgs = [{"role": "system", "content": "You are an autonomous coding agent. " + code_block(rng, 400)},
+            {"role": "user", "content": f"Task {i}: " + code_block(rng, 300)}]
+    for t in range(rng.randint(8, 40)):
+        tool, key = rng.choice(TOOLS)
+        arg = f"src/mod_{rng.randint(0, 50)}.rs" if key == "path" else code_block(rng, 120)
+        msgs.append({"role": "assistant", "content": code_block(rng, 80),
+                     "tool_calls": [{"id": f"call_{t}", "type": "function",
+                                     "function": {"name": tool, "arguments": json.dumps({key: arg})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"call_{t}", "content": code_block(rng, rng.randint(200, 1400))})
+    msgs.append({"role": "assistant", "content": "Done: " + code_block(rng, 100)})
+    return {"id": f"traj-{i}", "messages": msgs}
+
+
 def write(path, records):
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
@@ -92,6 +110,11 @@ def main():
                     msgs.append({"role": "tool", "tool_call_id": f"call_{t}", "content": code_block(rng, 600)})
                 msgs.append({"role": "assistant", "content": "Done."})
                 f.write(json.dumps({"messages": msgs}, ensure_ascii=False, separators=(",", ":")) + "\n")
+    elif kind == "agents":
+        n = int(sys.argv[sys.argv.index("--lines") + 1]) if "--lines" in sys.argv else 10000
+        with open(out, "w", encoding="utf-8") as f:
+            for i in range(n):
+                f.write(json.dumps(agent_line(rng, i), ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         sys.exit(__doc__)
 

@@ -157,7 +157,7 @@ fn stream(
             for message in &out.bad {
                 progress.suspend(|| crate::ui::error(message));
             }
-            w.write_all(&out.bytes).map_err(Stop::Write)?;
+            out.write(&block, w).map_err(Stop::Write)?;
             if let Some(e) = &out.failed {
                 return Err(Stop::Input(Error::Failed(e.clone())));
             }
@@ -169,21 +169,30 @@ fn stream(
     Ok(counts)
 }
 
-/// The output of a piece of a block: its lines written in order, the bad lines'
-/// messages, and the failure that stopped it (a user's hook).
+/// The output of a piece of a block: what to write, in order — runs of lines kept as
+/// they were (written straight from the block, never copied) and rewritten lines (in
+/// `bytes`) — the bad lines' messages, and the failure that stopped it (a user's hook).
 #[derive(Default)]
 struct Piece {
     bytes: Vec<u8>,
+    parts: Vec<Part>,
     lines: usize,
     changed: usize,
     bad: Vec<String>,
     failed: Option<String>,
 }
 
+/// A run of output bytes: from the block (lines kept), or from the piece's own bytes.
+enum Part {
+    Block(std::ops::Range<usize>),
+    Own(std::ops::Range<usize>),
+}
+
 impl Piece {
     /// Compacts the lines of `ranges` (the first is line `first` of the block).
     fn fill(&mut self, block: &Block, first: usize, ranges: &[std::ops::Range<usize>], file: &Path, settings: &Settings) {
         self.bytes.clear();
+        self.parts.clear();
         self.bad.clear();
         (self.lines, self.changed, self.failed) = (0, 0, None);
         for (k, range) in ranges.iter().enumerate() {
@@ -197,13 +206,15 @@ impl Piece {
             match outcome {
                 Ok(LineOutcome::Changed(line)) => {
                     self.changed += 1;
+                    let start = self.bytes.len();
                     self.bytes.extend_from_slice(line.as_bytes());
                     self.bytes.extend_from_slice(&raw[strip_terminator(raw).len()..]);
+                    self.parts.push(Part::Own(start..self.bytes.len()));
                 }
-                Ok(LineOutcome::Unchanged) => self.bytes.extend_from_slice(raw),
+                Ok(LineOutcome::Unchanged) => self.keep(range.clone()),
                 Ok(LineOutcome::Bad(message)) => {
                     self.bad.push(message);
-                    self.bytes.extend_from_slice(raw);
+                    self.keep(range.clone());
                 }
                 Err(e) => {
                     self.lines -= 1;
@@ -212,6 +223,27 @@ impl Piece {
                 }
             }
         }
+    }
+
+    /// A line kept as it was: joined to the run of kept lines before it.
+    fn keep(&mut self, range: std::ops::Range<usize>) {
+        if let Some(Part::Block(run)) = self.parts.last_mut() {
+            if run.end == range.start {
+                run.end = range.end;
+                return;
+            }
+        }
+        self.parts.push(Part::Block(range));
+    }
+
+    fn write(&self, block: &Block, w: &mut dyn Write) -> io::Result<()> {
+        for part in &self.parts {
+            match part {
+                Part::Block(r) => w.write_all(&block.bytes[r.clone()])?,
+                Part::Own(r) => w.write_all(&self.bytes[r.clone()])?,
+            }
+        }
+        Ok(())
     }
 }
 
