@@ -3,6 +3,9 @@
 # release binary, times it against baselines in the same run, and prints ratios.
 #   bash bench/run.sh            # full: 150 MB transcript, 15 MB step, 10,000 files
 #   BENCH_MB=30 BENCH_FILES=2000 bash bench/run.sh   # quicker, same shape
+#   BENCH_ONLY=dataset bash bench/run.sh              # only the dataset-mode section
+# The LangChain baseline runs in a virtual environment under bench/out (created, and
+# langchain-core installed, when missing; skipped with a message when it cannot be).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${BENCH_MB:-150}
@@ -13,6 +16,69 @@ mkdir -p "$OUT"
 cargo build --release --quiet --bin rivumi-compact --example bare_parse
 BIN=target/release/rivumi-compact
 BARE=target/release/examples/bare_parse
+
+# best wall-clock seconds of RUNS runs of a command (stdout discarded): on a shared
+# machine the minimum is the least noisy estimate of what the program itself costs
+best() {
+  local times=()
+  for _ in $(seq "$RUNS"); do
+    local s e
+    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
+    times+=("$(python3 -c "print($e - $s)")")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | head -1
+}
+# best of N runs (the slow baselines run fewer times)
+best_of() { local n=$1; shift; RUNS=$n best "$@"; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+
+agents="$OUT/agents-10k.jsonl"
+[ -f "$agents" ] || python3 bench/gen.py agents "$agents" --lines 10000
+# Dataset mode (SPEC 10) on 10,000 agent trajectories with tool calls: a budget where
+# every line compacts (3000 tokens) and one where none does, against a bare parse of
+# the same file and the Python passes a dataset builder would otherwise write.
+dataset_bench() {
+  local dsize t_dbare t_most t_none t_most1 t_py t_lc lc_note rss_a
+  dsize=$(stat -c %s "$agents")
+  t_dbare=$(best "$BARE" "$agents")
+  t_most=$(best "$BIN" run "$agents" --max-total-tokens 3000)
+  t_none=$(best "$BIN" run "$agents" --max-total-tokens 100000000)
+  t_most1=$(best "$BIN" run "$agents" --max-total-tokens 3000 --jobs 1)
+  rss_a=$(peak_kb "$BIN" run "$agents" --max-total-tokens 3000)
+  t_py=$(best_of 2 python3 bench/minimal_dataset.py "$agents" /dev/null)
+  local venv="$OUT/venv"
+  if ! "$venv/bin/python" -c 'import langchain_core' 2> /dev/null; then
+    echo "installing langchain-core into $venv for the LangChain baseline..." >&2
+    { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet langchain-core; } > /dev/null 2>&1 || true
+  fi
+  if "$venv/bin/python" -c 'import langchain_core' 2> /dev/null; then
+    t_lc=$(best_of 1 "$venv/bin/python" bench/langchain_trim.py "$agents" /dev/null 3000)
+  else
+    lc_note="skipped: langchain-core could not be installed into $venv (no network?)"
+  fi
+  echo "dataset: $agents, $(( dsize / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; best of $RUNS runs (Python 2, LangChain 1); $(nproc) cores"
+  printf '%-44s %10s %10s %8s\n' "measure" "seconds" "ratio" "target"
+  printf '%-44s %10.3f %10s %8s\n' "bare serde_json IgnoredAny parse" "$t_dbare" "1.00" ""
+  printf '%-44s %10.3f %10s %8s\n' "dataset mode, every line compacts" "$t_most" "$(ratio "$t_most" "$t_dbare")" "<= 1.5"
+  printf '%-44s %10.3f %10s %8s\n' "dataset mode, no line compacts" "$t_none" "$(ratio "$t_none" "$t_dbare")" "<= 1.5"
+  printf '%-44s %10.3f %10s %8s\n' "python json.loads + json.dumps (vs compacting)" "$t_py" "$(ratio "$t_py" "$t_most")" ">= 3"
+  if [ -n "${t_lc:-}" ]; then
+    printf '%-44s %10.3f %10s %8s\n' "langchain trim_messages (vs compacting)" "$t_lc" "$(ratio "$t_lc" "$t_most")" ">= 15"
+  else
+    echo "langchain trim_messages: $lc_note"
+  fi
+  printf '%-44s %10.3f %10s %8s\n' "every line compacts, --jobs 1 (speed-up of 2)" "$t_most1" "$(ratio "$t_most1" "$t_most")" ">= 1.7"
+  printf '%-44s %10s %10s %8s\n' "peak RSS, every line compacts" "$(( rss_a / 1024 )) MiB" "" ""
+  "$BIN" run "$agents" --max-total-tokens 3000 --jobs 1 > "$OUT/agents-j1.jsonl" 2> /dev/null
+  "$BIN" run "$agents" --max-total-tokens 3000 --jobs 2 > "$OUT/agents-j2.jsonl" 2> /dev/null
+  echo "dataset outputs with --jobs 1 and --jobs 2: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl" && echo identical || echo DIFFERENT)"
+  rm -f "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl"
+}
+if [ "${BENCH_ONLY:-}" = dataset ]; then
+  dataset_bench
+  exit 0
+fi
 
 big="$OUT/big-${MB}mb.jsonl"
 small="$OUT/step-$(( MB / 10 ))mb.jsonl"
@@ -35,20 +101,6 @@ if [ "$FS" != none ] && [ -d "$FS" ]; then
 else
   OUTMANY="$OUT"
 fi
-
-# best wall-clock seconds of RUNS runs of a command (stdout discarded): on a shared
-# machine the minimum is the least noisy estimate of what the program itself costs
-best() {
-  local times=()
-  for _ in $(seq "$RUNS"); do
-    local s e
-    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
-    times+=("$(python3 -c "print($e - $s)")")
-  done
-  printf '%s\n' "${times[@]}" | sort -n | head -1
-}
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
-peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
 
 size=$(stat -c %s "$big")
 t_run=$(best "$BIN" run "$big")
@@ -82,4 +134,6 @@ printf '%-44s %10s %10s %8s\n' "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m
 printf '%-44s %10s %10s %8s\n' "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
 printf '%-44s %10.3f %10s %8s\n' "dataset mode, 100k lines ($(( $(stat -c %s "$ds10") / 1000000 )) MB)" "$t_ds10" "" ""
 echo "outputs with --jobs 1 and --jobs 2: $same; many-files run on: ${FS}"
+echo
+dataset_bench
 rm -rf "${FS:?}/rivumi-bench" 2>/dev/null || true

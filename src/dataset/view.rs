@@ -166,8 +166,52 @@ struct ChatText(u64);
 
 impl<'de> Deserialize<'de> for ChatText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ChatTextVisitor)
+        // A string (the common case) is measured from its escapes, without decoding it.
+        let raw = <&'de RawValue>::deserialize(d)?.get();
+        if raw.starts_with('"') {
+            return decoded_len(raw).map(ChatText).ok_or_else(|| de::Error::custom("invalid \\u escape"));
+        }
+        let mut inner = serde_json::Deserializer::from_str(raw);
+        inner.deserialize_any(ChatTextVisitor).map_err(de::Error::custom)
     }
+}
+
+/// The UTF-8 length of a valid JSON string literal once decoded, counted from its
+/// escapes; `None` for a surrogate escape that is not half of a pair (which the decoder
+/// refuses, so the line goes the canonical way and gets its error there).
+fn decoded_len(raw: &str) -> Option<u64> {
+    let body = raw.as_bytes().get(1..raw.len().saturating_sub(1))?;
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(body.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let mut len = body.len();
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &body[i..]) {
+        let at = i + k;
+        if body.get(at + 1) != Some(&b'u') {
+            len -= 1;
+            i = at + 2;
+            continue;
+        }
+        let cp = hex(at + 2)?;
+        match cp {
+            0xD800..=0xDBFF => {
+                let low = (body.get(at + 6..at + 8) == Some(b"\\u")).then(|| hex(at + 8)).flatten()?;
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return None;
+                }
+                len = len - 12 + 4;
+                i = at + 12;
+            }
+            0xDC00..=0xDFFF => return None,
+            _ => {
+                len = len - 6 + if cp < 0x80 { 1 } else if cp < 0x800 { 2 } else { 3 };
+                i = at + 6;
+            }
+        }
+    }
+    Some(len as u64)
 }
 
 struct ChatTextVisitor;
@@ -402,5 +446,45 @@ fn value_end(line: &[u8], i: usize) -> Option<usize> {
             }
             Some(j)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// `s` as a JSON literal with every non-ASCII or special character as `\uXXXX`
+    /// (surrogate pairs above the BMP), as Python's `json.dumps` writes by default.
+    fn ascii_literal(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                out.push(c);
+            } else {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn a_string_is_measured_from_its_escapes(s in "[a-z \"\\\\\\n\\t\u{1}é€🙂\u{7ff}\u{800}]{0,40}") {
+            let n = s.len() as u64;
+            prop_assert_eq!(super::decoded_len(&serde_json::to_string(&s).unwrap()), Some(n));
+            prop_assert_eq!(super::decoded_len(&ascii_literal(&s)), Some(n));
+        }
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_not_measured() {
+        assert_eq!(super::decoded_len(r#""a\ud83d""#), None);
+        assert_eq!(super::decoded_len(r#""\ude00b""#), None);
+        assert_eq!(super::decoded_len(r#""\ud83d\u0041""#), None);
+        assert_eq!(super::decoded_len(r#""\ud83d\ude00""#), Some(4));
     }
 }

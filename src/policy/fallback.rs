@@ -5,7 +5,7 @@ use super::{boundary, injected, Reason, ReasonCode};
 use crate::config::Config;
 use crate::render::{self, SummaryEntry};
 use crate::tokens;
-use crate::transcript::{item_text, ItemKind, Role, Synthetic, Transcript, Usage};
+use crate::transcript::{item_text_for_preview, ItemKind, Role, Synthetic, Transcript, Usage};
 use serde_json::{json, Map, Value};
 
 /// A proposed fallback: the items it removes and the summary record in their place.
@@ -64,13 +64,14 @@ pub(super) fn summary_text(t: &Transcript<'_>, items: &[usize], cfg: &Config) ->
     let s = &cfg.summary;
     let shown = items.len().min(s.max_items);
     let older = items.len() - shown;
-    let entries: Vec<SummaryEntry> = items[older..].iter().map(|&i| summary_entry(t, i)).collect();
+    let entries: Vec<SummaryEntry> = items[older..].iter().map(|&i| summary_entry(t, i, s.preview_chars)).collect();
     render::build_history_summary_fallback_message(&entries, older, s.preview_chars, s.max_items, s.max_chars)
 }
 
-fn summary_entry(t: &Transcript<'_>, i: usize) -> SummaryEntry {
+/// One summary line's data; a text is decoded only as far as its preview needs.
+fn summary_entry(t: &Transcript<'_>, i: usize, preview_chars: usize) -> SummaryEntry {
     let item = &t.items[i];
-    let text = item_text(t, i);
+    let text = item_text_for_preview(t, i, preview_chars);
     match &item.kind {
         ItemKind::Message { role, calls, .. } => SummaryEntry::Message {
             role: role.as_str(),

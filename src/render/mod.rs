@@ -15,26 +15,51 @@ pub fn escape_controls(s: &str) -> String {
 /// result at `max` characters (Unicode scalar values), marking a cut with `…`. One pass
 /// that stops at the cut: a preview of a megabyte costs what a preview of a line does.
 pub fn preview(s: &str, max: usize) -> String {
+    preview_cut(s, max).0
+}
+
+/// Whether `preview(s, max)` was cut (what follows `s` cannot change that preview).
+pub fn preview_is_cut(s: &str, max: usize) -> bool {
+    preview_cut(s, max).1
+}
+
+/// The preview, and whether it was cut.
+fn preview_cut(s: &str, max: usize) -> (String, bool) {
     let mut out = String::with_capacity(max.min(s.len()) + 4);
     let mut count = 0usize;
     let mut space = false;
-    let mut escaped = String::new();
-    for c in s.chars() {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_graphic() {
+            // The common case: a run of printable ASCII is copied as it is.
+            let run = b[i..].iter().position(|c| !c.is_ascii_graphic()).unwrap_or(b.len() - i);
+            if space {
+                if count == max {
+                    out.push('…');
+                    return (out, true);
+                }
+                out.push(' ');
+                count += 1;
+                space = false;
+            }
+            let take = run.min(max - count);
+            out.push_str(&s[i..i + take]);
+            count += take;
+            if take < run {
+                out.push('…');
+                return (out, true);
+            }
+            i += run;
+            continue;
+        }
+        let c = s[i..].chars().next().expect("i is on a character boundary");
+        i += c.len_utf8();
         if c.is_whitespace() {
             space = count > 0;
             continue;
         }
-        if !space && c.is_ascii_graphic() {
-            // The common case: one character out, nothing to escape.
-            if count == max {
-                out.push('…');
-                return out;
-            }
-            out.push(c);
-            count += 1;
-            continue;
-        }
-        escaped.clear();
+        let mut escaped = String::new();
         if space {
             escaped.push(' ');
             space = false;
@@ -47,13 +72,13 @@ pub fn preview(s: &str, max: usize) -> String {
         for e in escaped.chars() {
             if count == max {
                 out.push('…');
-                return out;
+                return (out, true);
             }
             out.push(e);
             count += 1;
         }
     }
-    out
+    (out, false)
 }
 
 /// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
@@ -92,7 +117,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn preview_is_fold_escape_cut(s in "[a-z \\n\\t\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,60}", max in 0usize..30) {
+        fn preview_is_fold_escape_cut(s in "[a-z~!{}\" \\n\\t\\x0b\\x0c\\r\u{1}\u{1c}\u{7f}\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,80}", max in 0usize..40) {
             prop_assert_eq!(super::preview(&s, max), reference(&s, max));
         }
     }

@@ -9,7 +9,7 @@ pub use event::Event;
 
 pub use reader::parse;
 pub(crate) use reader::link_results;
-pub use text::item_text;
+pub use text::{item_text, item_text_for_preview};
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;

@@ -1,17 +1,11 @@
 //! The text of an item, decoded on demand (previews, real tokenizers): the reader only
-//! measures text, so only the few items that are rendered are decoded in full.
+//! measures text, so only the few items that are rendered are decoded, and an item
+//! that is only previewed is decoded no further than its preview needs.
 
 use super::Transcript;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Content<'a> {
-    #[serde(borrow)]
-    Text(Cow<'a, str>),
-    Blocks(Vec<Block<'a>>),
-}
 
 #[derive(Deserialize)]
 struct Block<'a> {
@@ -22,18 +16,97 @@ struct Block<'a> {
 #[derive(Deserialize)]
 struct WithContent<'a> {
     #[serde(borrow, default)]
-    content: Option<Content<'a>>,
+    content: Option<&'a RawValue>,
+}
+
+/// The item's `content` as the JSON it is in the record.
+fn raw_content<'a>(t: &Transcript<'a>, item: usize) -> Option<&'a str> {
+    let line = t.line_text(t.items[item].record);
+    serde_json::from_str::<WithContent<'a>>(line).ok()?.content.map(RawValue::get)
+}
+
+/// The text of a `content` value: the string, or its text blocks joined by newlines;
+/// empty for anything else.
+fn decode(raw: &str) -> String {
+    match raw.as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<Cow<'_, str>>(raw).map(Cow::into_owned).unwrap_or_default(),
+        Some(b'[') => serde_json::from_str::<Vec<Block<'_>>>(raw)
+            .map(|blocks| blocks.iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// The text content of an item: the string, or its text blocks joined by newlines.
 pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
-    let line = t.line_text(t.items[item].record);
-    match serde_json::from_str::<WithContent>(line) {
-        Ok(WithContent { content: Some(Content::Text(s)) }) => s.into_owned(),
-        Ok(WithContent { content: Some(Content::Blocks(blocks)) }) => {
-            let texts: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
-            texts.join("\n")
+    raw_content(t, item).map(decode).unwrap_or_default()
+}
+
+/// A text whose `render::preview(_, max)` equals that of [`item_text`]: for a long
+/// string content, only a prefix is decoded, and it is used only when its preview
+/// already reaches the cut (so what follows cannot change it); otherwise the whole text.
+pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> String {
+    let Some(raw) = raw_content(t, item) else { return String::new() };
+    if let Some(prefix) = string_prefix(raw, max.saturating_mul(3).saturating_add(64)) {
+        if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(&prefix) {
+            if crate::render::preview_is_cut(&text, max) {
+                return text.into_owned();
+            }
         }
-        _ => String::new(),
+    }
+    decode(raw)
+}
+
+/// The first `bytes` (or a few more) of a JSON string literal as a literal of its own,
+/// cut outside any escape and on a character boundary; `None` when it is short anyway.
+fn string_prefix(raw: &str, bytes: usize) -> Option<String> {
+    let b = raw.as_bytes();
+    if b.first() != Some(&b'"') || b.len() <= bytes + 2 {
+        return None;
+    }
+    let mut i = 1;
+    while i < bytes {
+        match b[i] {
+            // \uXXXX, and its low surrogate when it is the first half of a pair
+            b'\\' if b.get(i + 1) == Some(&b'u') => {
+                i += 6;
+                if b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
+                    i += 6;
+                }
+            }
+            b'\\' => i += 2,
+            b'"' => return None,
+            _ => i += 1,
+        }
+    }
+    while i < b.len() && !raw.is_char_boundary(i) {
+        i += 1;
+    }
+    let i = i.min(b.len() - 1);
+    let mut out = String::with_capacity(i + 1);
+    out.push_str(&raw[..i]);
+    out.push('"');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A prefix decoded for a preview gives the preview of the whole text.
+        #[test]
+        fn a_preview_of_a_prefix_is_the_preview_of_the_text(
+            s in "[a-z \\n\"\\\\\u{1b}é🙂\u{a0}]{0,400}", max in 0usize..40, cut in 0usize..200,
+        ) {
+            let raw = serde_json::to_string(&s).unwrap();
+            if let Some(prefix) = super::string_prefix(&raw, cut) {
+                let text: String = serde_json::from_str(&prefix).unwrap();
+                prop_assert!(s.starts_with(&text));
+                if crate::render::preview_is_cut(&text, max) {
+                    prop_assert_eq!(crate::render::preview(&text, max), crate::render::preview(&s, max));
+                }
+            }
+        }
     }
 }
