@@ -54,11 +54,11 @@ def main():
     paths, count = split(source, work, 4)
     assert count >= 10000, count
 
-    # The plain run over the same files, in the same order.
-    plain = subprocess.run([rivumi_bin, "run", *paths, "--input-format", "openai", "--max-total-tokens", BUDGET],
+    # The plain run over the same lines, in the same order.
+    plain = subprocess.run([rivumi_bin, "run", source, "--max-total-tokens", BUDGET],
                            check=True, capture_output=True).stdout
 
-    conf = SparkConf().setMaster("local[2]").setAppName("rivumi-compact").set("spark.ui.enabled", "false")
+    conf = SparkConf().setMaster("local[2]").setAppName("rivumi-compact").set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     try:

@@ -43,3 +43,16 @@ fn readme_console_examples_are_real() {
     }
     assert!(checked >= 4, "only {checked} README examples found");
 }
+
+/// The README's Spark recipe is the function the Spark example runs and checks.
+#[test]
+fn readme_spark_recipe_is_the_tested_script() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let script = std::fs::read_to_string(root().join("examples/spark/compact_with_spark.py")).unwrap();
+    let start = script.find("def compact(").expect("the script defines compact()");
+    let end = start + script[start..].find("# ---").expect("the recipe ends at a marker line");
+    let recipe = script[start..end].trim_end();
+    assert!(readme.contains(&format!("```python\n{recipe}\n```")), "README's Spark recipe differs from the script's");
+    // What makes RDD.pipe work at all: a full environment and a checked exit status.
+    assert!(recipe.contains("env=env") && recipe.contains("checkCode=True"), "{recipe}");
+}
