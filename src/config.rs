@@ -636,7 +636,7 @@ impl Builder {
             return Err(Error::bad_input(file, "expected a JSON object of configuration keys"));
         };
         let mut leaves = Vec::new();
-        let unknown = |key: &str| Err(Error::bad_input(file, format!("unknown configuration key `{key}`")));
+        let unknown = |key: &str| Err(Error::bad_input(file, self.unknown_key(key)));
         self.leaves(obj, "", &mut leaves, &mut |k| unknown(k))?;
         self.lay(leaves, Layer::ConfigFile).map_err(|(key, m)| Error::bad_input(file, format!("`{key}`: {m}")))
     }
@@ -644,7 +644,7 @@ impl Builder {
     /// The command line's layer (an object of the keys the flags set): a usage error.
     pub fn flags(&mut self, obj: &Map<String, Value>) -> Result<()> {
         let mut leaves = Vec::new();
-        self.leaves(obj, "", &mut leaves, &mut |k| Err(Error::Usage(format!("unknown configuration key `{k}`"))))?;
+        self.leaves(obj, "", &mut leaves, &mut |k| Err(Error::Usage(self.unknown_key(k))))?;
         self.lay(leaves, Layer::Flag).map_err(|(key, m)| Error::Usage(format!("{key}: {m}")))
     }
 
@@ -653,6 +653,28 @@ impl Builder {
         let config: Config = Config::deserialize(&self.tree).expect("every layer was checked");
         let warnings = self.warnings.clone();
         Layered { config, warnings, layers: self }
+    }
+
+    /// "unknown configuration key `k`", with the nearest known key when one is near:
+    /// the whole dotted key compared, or its last part (`max_total_token` →
+    /// `task.max_total_tokens`).
+    fn unknown_key(&self, key: &str) -> String {
+        let mut known = Vec::new();
+        leaf_keys(&self.tree, "", &mut known);
+        let last = |k: &str| k.rsplit('.').next().unwrap_or(k).to_string();
+        let near = known
+            .iter()
+            .map(|k| {
+                let whole = strsim::damerau_levenshtein(key, k);
+                let part = strsim::damerau_levenshtein(&last(key), &last(k));
+                (whole.min(part), k)
+            })
+            .filter(|(d, k)| *d <= (last(k).chars().count() / 3).max(1))
+            .min();
+        match near {
+            Some((_, k)) => format!("unknown configuration key `{key}` (did you mean `{k}`?)"),
+            None => format!("unknown configuration key `{key}`"),
+        }
     }
 
     /// The known leaves of `obj` (known keys come from the defaults' tree).
@@ -704,6 +726,20 @@ impl Builder {
     }
 }
 
+/// Every leaf key of a tree, dotted.
+fn leaf_keys(tree: &Value, prefix: &str, out: &mut Vec<String>) {
+    if let Value::Object(m) = tree {
+        for (k, v) in m {
+            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            if v.is_object() {
+                leaf_keys(v, &key, out);
+            } else {
+                out.push(key);
+            }
+        }
+    }
+}
+
 fn at<'v>(tree: &'v Value, key: &str) -> Option<&'v Value> {
     key.split('.').try_fold(tree, |v, k| v.get(k))
 }
@@ -750,6 +786,24 @@ mod tests {
         for f in [0.0, -0.5, 1.0001, 0.00001, 0.850_000_000_01, 0.850_000_000_000_001, f64::NAN] {
             assert!(parse_threshold(f, "x").is_err(), "{f}");
         }
+    }
+
+    #[test]
+    fn an_unknown_key_suggests_the_nearest_known_one() {
+        let e = |v: Value| Builder::default().file(&v, Path::new("c.json")).unwrap_err().to_string();
+        assert_eq!(
+            e(serde_json::json!({"task": {"max_total_token": 5}})),
+            "c.json: unknown configuration key `task.max_total_token` (did you mean `task.max_total_tokens`?)"
+        );
+        assert_eq!(
+            e(serde_json::json!({"max_total_tokens": 5})),
+            "c.json: unknown configuration key `max_total_tokens` (did you mean `task.max_total_tokens`?)"
+        );
+        assert_eq!(
+            e(serde_json::json!({"treshold": 0.9})),
+            "c.json: unknown configuration key `treshold` (did you mean `threshold`?)"
+        );
+        assert_eq!(e(serde_json::json!({"colour": 1})), "c.json: unknown configuration key `colour`");
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub fn render() -> Vec<u8> {
     man.render_synopsis_section(&mut out).expect("write to memory");
     man.render_description_section(&mut out).expect("write to memory");
     man.render_options_section(&mut out).expect("write to memory");
+    let mut examples = Vec::new();
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let mut roff = Roff::new();
         roff.control("SH", [format!("COMMAND: {}", sub.get_name().to_uppercase()).as_str()]);
@@ -27,18 +28,53 @@ pub fn render() -> Vec<u8> {
         sub_man.render_options_section(&mut section).expect("write to memory");
         out.extend(roff.render().into_bytes());
         out.extend(section);
-        if let Some(after) = sub.get_after_help() {
-            let mut ex = Roff::new();
-            for line in after.to_string().lines() {
-                ex.text([roman(line)]);
-                ex.control("br", []);
-            }
-            out.extend(ex.render().into_bytes());
+        let after = sub.get_after_help().map(std::string::ToString::to_string).unwrap_or_default();
+        let (prose, lines) = split_examples(&after);
+        if !prose.is_empty() {
+            // Its own paragraph, never glued to the last option's text.
+            let mut p = Roff::new();
+            p.control("PP", []);
+            p.text([roman(prose)]);
+            out.extend(p.render().into_bytes());
         }
+        examples.extend(lines);
     }
+    // Every command's examples in one EXAMPLES section, one per paragraph, as typed.
+    let mut ex = Roff::new();
+    ex.control("SH", ["EXAMPLES"]);
+    for (command, comment) in examples {
+        ex.control("PP", []);
+        if !comment.is_empty() {
+            ex.text([roman(comment)]);
+            ex.control("br", []);
+        }
+        ex.control("RS", ["4"]);
+        ex.text([clap_mangen::roff::bold(command)]);
+        ex.control("RE", []);
+    }
+    out.extend(ex.render().into_bytes());
     out.extend(extra_sections().into_bytes());
     man.render_version_section(&mut out).expect("write to memory");
     out
+}
+
+/// A subcommand's after-help split into its prose and its examples: the lines after
+/// `Example:` / `Examples:`, each a command with an optional `# comment`.
+fn split_examples(after: &str) -> (String, Vec<(String, String)>) {
+    let (prose, examples) = match after.find("Example") {
+        Some(at) => (&after[..at], after[at..].split_once('\n').map_or("", |(_, rest)| rest)),
+        None => (after, ""),
+    };
+    let lines = examples
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once("  #") {
+            Some((command, comment)) => (command.trim().to_string(), comment.trim().to_string()),
+            None => (l.to_string(), String::new()),
+        })
+        .collect();
+    (prose.split_whitespace().collect::<Vec<_>>().join(" "), lines)
 }
 
 fn extra_sections() -> String {
@@ -65,7 +101,7 @@ fn extra_sections() -> String {
         roff.text([roman(meaning)]);
     }
     roff.control("SH", ["ENVIRONMENT"]);
-    roff.text([roman("NO_COLOR: when set, check prints diffs without colour.")]);
+    roff.text([roman("NO_COLOR: when set (and not empty), --color auto prints no colour; --color always still does.")]);
     roff.control("TP", []);
     roff.text([roman("RIVUMI_MAX_INPUT_BYTES")]);
     roff.text([roman(

@@ -4,7 +4,64 @@
 //! cannot drive a terminal or forge a line.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// When to colour (`--color`, on every command).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set to something
+    #[default]
+    Auto,
+    /// Always, even into a file or a CI log (and whatever `NO_COLOR` says)
+    Always,
+    /// Never
+    Never,
+}
+
+static COLOR: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the colour choice for the rest of the run.
+pub fn set_color(when: ColorWhen) {
+    COLOR.store(when as u8, Ordering::Relaxed);
+}
+
+/// Whether to colour a stream that is (or is not) a terminal: `always` and `never` are
+/// what they say; `auto` colours a terminal unless `NO_COLOR` is set and not empty.
+pub fn color_for(is_terminal: bool) -> bool {
+    match COLOR.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// Whether stdout is coloured.
+pub fn color_stdout() -> bool {
+    color_for(std::io::stdout().is_terminal())
+}
+
+/// `kind` (`error: `, `warning: `) as it is shown on stderr.
+fn styled_kind(kind: &str) -> String {
+    let code = match kind {
+        "error: " => "\x1b[1;31m",
+        "warning: " => "\x1b[1;33m",
+        _ => return kind.to_string(),
+    };
+    if color_for(std::io::stderr().is_terminal()) {
+        format!("{code}{}\x1b[0m ", kind.trim_end())
+    } else {
+        kind.to_string()
+    }
+}
+
+/// A message clap wrote (a usage error): its own `error:` prefix becomes this tool's
+/// `rivumi-compact: error:`, so every error reads alike. Multi-line, as clap wrote it.
+pub fn clap_error(rendered: &str) {
+    let body = rendered.strip_prefix("error: ").unwrap_or(rendered);
+    let text = format!("rivumi-compact: {}{body}", styled_kind("error: "));
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
 
 /// Whether a character is shown escaped: C0 and C1 controls (newline and tab
 /// included), DEL, and the bidirectional marks, embeddings, overrides and isolates
@@ -48,7 +105,7 @@ pub fn note(msg: &str) {
 /// One escaped line on stderr. A closed stderr (`2>&1 | head -1`) is ignored: there is
 /// no one left to tell, and the exit code still says what happened.
 fn line(kind: &str, msg: &str) {
-    let text = format!("rivumi-compact: {kind}{}\n", escape(msg));
+    let text = format!("rivumi-compact: {}{}\n", styled_kind(kind), escape(msg));
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 

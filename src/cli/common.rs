@@ -1,7 +1,7 @@
 //! Helpers the subcommands share: settings from flags, reading one input, printing.
 
 use super::inputs::{self, Input};
-use super::PolicyArgs;
+use super::{ActionArgs, PolicyArgs};
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::formats::InputFormat;
@@ -9,14 +9,19 @@ use crate::ui;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Settings from the flags; a bad config file is bad input (exit 3).
-pub(super) fn settings(p: &PolicyArgs, dry_run: bool) -> Result<Settings> {
+/// Settings from the flags (`actions` only where a command runs hooks: `run`, a
+/// `check` case); a bad config file is bad input (exit 3).
+pub(super) fn settings(p: &PolicyArgs, actions: Option<&ActionArgs>, dry_run: bool) -> Result<Settings> {
     let file = match &p.config {
         None => None,
         Some(path) => Some((path.as_path(), read_config_file(path)?)),
     };
-    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &p.layer())?.with_profile(p.profile);
-    (s.manual, s.dry_run, s.input_format) = (p.manual, dry_run, p.input_format);
+    let mut layer = p.layer();
+    if let Some(a) = actions {
+        a.add_to(&mut layer);
+    }
+    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &layer)?.with_profile(p.profile);
+    (s.manual, s.dry_run, s.input_format) = (actions.is_some_and(|a| a.manual), dry_run, p.input_format);
     Ok(s)
 }
 

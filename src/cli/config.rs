@@ -7,7 +7,7 @@ use crate::ui;
 use serde_json::{json, Map};
 
 pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
-    let settings = settings(&args.policy, true)?;
+    let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
     let canonical = load(&input, settings.input_format)?;
     let t = crate::transcript::parse(&canonical.bytes, &input.path)?;

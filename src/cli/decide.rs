@@ -10,7 +10,7 @@ use crate::formats::InputFormat;
 use std::io::Write;
 
 pub(super) fn decide(args: DecideArgs) -> Result<Exit> {
-    let settings = settings(&args.policy, true)?;
+    let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
     if let Some(format) = inputs::dataset_format(args.policy.input_format, std::slice::from_ref(&input)) {
         return rows(&args, &input, &settings, format);

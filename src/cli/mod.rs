@@ -37,6 +37,57 @@ same bytes out.",
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour diffs, errors and warnings (NO_COLOR set: no colour under auto)
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::ui::ColorWhen::Auto)]
+    pub color: crate::ui::ColorWhen,
+}
+
+impl Cli {
+    /// The command line of this process; a usage error is printed with this tool's
+    /// `rivumi-compact: error:` prefix and exits 2, help and version as clap prints them.
+    pub fn parse_or_exit() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let when = color_from_args(&args);
+        crate::ui::set_color(when);
+        let color = match when {
+            crate::ui::ColorWhen::Always => clap::ColorChoice::Always,
+            crate::ui::ColorWhen::Never => clap::ColorChoice::Never,
+            crate::ui::ColorWhen::Auto => clap::ColorChoice::Auto,
+        };
+        let parsed = Cli::command().color(color).try_get_matches_from(&args).and_then(|m| Cli::from_arg_matches(&m));
+        match parsed {
+            Ok(cli) => cli,
+            Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                e.exit()
+            }
+            Err(e) => {
+                crate::ui::clap_error(&e.render().to_string());
+                std::process::exit(Exit::Usage.code());
+            }
+        }
+    }
+}
+
+/// `--color WHEN` / `--color=WHEN` as given, before clap has parsed (so that even a usage
+/// error is coloured as asked); the last one wins, an unknown value is clap's to report.
+fn color_from_args(args: &[std::ffi::OsString]) -> crate::ui::ColorWhen {
+    let mut when = crate::ui::ColorWhen::Auto;
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        if a == "--" {
+            break;
+        }
+        let value = match a.strip_prefix("--color") {
+            Some("") => it.next().map(std::borrow::Cow::into_owned),
+            Some(v) if v.starts_with('=') => Some(v[1..].to_string()),
+            _ => None,
+        };
+        if let Some(w) = value.and_then(|v| <crate::ui::ColorWhen as ValueEnum>::from_str(&v, false).ok()) {
+            when = w;
+        }
+    }
+    when
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,9 +112,14 @@ pub enum Command {
     #[command(after_help = "Each case folder holds input.jsonl, an optional config.json (and optional `args`, \
 flags one per line) and the expected outputs under the names --out-dir writes.
 
+On a difference: exit 1, unified diffs headed a/PATH and b/PATH, and the command that accepts the \
+actual outputs. Lines of an args file hold a flag and its value (--max-total-tokens 20000); \
+an error names the file and line.
+
 Examples:
-  rivumi-compact check tests/golden            # exit 1 and unified diffs on any difference
-  rivumi-compact check tests/golden --bless    # rewrite the expected files")]
+  rivumi-compact check tests/golden                      # exit 1 and unified diffs on any difference
+  rivumi-compact check tests/golden 'reanchor-*' --json  # some cases, one JSON report
+  rivumi-compact check tests/golden --bless              # rewrite the expected files")]
     Check(CheckArgs),
     /// Report every broken invariant of transcripts, with file and line
     #[command(after_help = "Example:\n  rivumi-compact validate sessions/ --json")]
@@ -75,7 +131,10 @@ Examples:
     #[command(after_help = "Example:\n  rivumi-compact config session.jsonl --config rivumi.json --threshold 0.9")]
     Config(ConfigArgs),
     /// Print a shell completion script
-    #[command(after_help = "Example:\n  rivumi-compact completions bash > /etc/bash_completion.d/rivumi-compact")]
+    #[command(after_help = "Examples:
+  rivumi-compact completions bash > ~/.local/share/bash-completion/completions/rivumi-compact
+  rivumi-compact completions zsh > ~/.zfunc/_rivumi-compact  # with fpath+=(~/.zfunc) before compinit
+  rivumi-compact completions fish > ~/.config/fish/completions/rivumi-compact.fish")]
     Completions {
         /// The shell to generate for
         shell: Shell,
@@ -126,6 +185,8 @@ pub struct RunArgs {
     pub jobs: usize,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub actions: ActionArgs,
 }
 
 #[derive(Debug, Args)]
@@ -164,8 +225,14 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The folder holding the case folders
-    #[arg(value_name = "DIR")]
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub dir: PathBuf,
+    /// Only these cases: names (folders below DIR) or globs (`'reanchor-*'`)
+    #[arg(value_name = "CASE")]
+    pub cases: Vec<String>,
+    /// Print the report as one JSON document (cases, files, diffs, totals)
+    #[arg(long)]
+    pub json: bool,
     /// Write the expected files from this run (atomically) and say what changed
     #[arg(long)]
     pub bless: bool,
@@ -224,6 +291,8 @@ pub struct ConfigArgs {
 pub struct CaseFlags {
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub actions: ActionArgs,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -264,21 +333,63 @@ pub struct PolicyArgs {
     /// Token estimate where no usage is reported [tokenizer]
     #[arg(long, value_name = "NAME", value_enum)]
     pub tokenizer: Option<Tokenizer>,
+}
+
+/// What only `run` does: run hooks and a summarizer, compact on request. (Other
+/// commands decide or report, and never run a command.)
+#[derive(Debug, Args, Clone, Default)]
+pub struct ActionArgs {
     /// Shell command run before a compaction; may deny it [hooks.pre_compact]
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", value_hint = clap::ValueHint::CommandString)]
     pub pre_compact_hook: Option<String>,
     /// Shell command run after a compaction [hooks.post_compact]
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", value_hint = clap::ValueHint::CommandString)]
     pub post_compact_hook: Option<String>,
     /// Seconds a hook may run [hooks.timeout_secs]
     #[arg(long, value_name = "S")]
     pub hook_timeout: Option<u64>,
     /// Shell command that writes a checkpoint summary [summarizer]
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", value_hint = clap::ValueHint::CommandString)]
     pub summarizer: Option<String>,
     /// The user asked for compaction (like /compact): skip the threshold
     #[arg(long)]
     pub manual: bool,
+}
+
+/// Sets `key` (dotted) in a configuration layer.
+fn set_key(layer: &mut Map<String, Value>, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            layer.insert(key.to_string(), value);
+        }
+        Some((head, rest)) => {
+            let child = layer.entry(head.to_string()).or_insert_with(|| json!({}));
+            if !child.is_object() {
+                *child = json!({});
+            }
+            if let Value::Object(m) = child {
+                set_key(m, rest, value);
+            }
+        }
+    }
+}
+
+impl ActionArgs {
+    /// Adds the keys these flags set to a configuration layer.
+    pub fn add_to(&self, layer: &mut Map<String, Value>) {
+        if let Some(c) = &self.pre_compact_hook {
+            set_key(layer, "hooks.pre_compact", json!(c));
+        }
+        if let Some(c) = &self.post_compact_hook {
+            set_key(layer, "hooks.post_compact", json!(c));
+        }
+        if let Some(s) = self.hook_timeout {
+            set_key(layer, "hooks.timeout_secs", json!(s));
+        }
+        if let Some(c) = &self.summarizer {
+            set_key(layer, "summarizer", json!(c));
+        }
+    }
 }
 
 fn parse_threshold_flag(s: &str) -> Result<crate::config::Threshold, String> {
@@ -296,62 +407,33 @@ impl PolicyArgs {
     /// The configuration layer the flags make: an object of the keys they set. A
     /// repeated flag builds one list, which replaces the lists of earlier layers.
     pub fn layer(&self) -> Map<String, Value> {
-        let mut layer = Value::Object(Map::new());
-        let mut set = |key: &str, value: Value| {
-            let mut at = &mut layer;
-            let mut parts = key.split('.').peekable();
-            while let Some(k) = parts.next() {
-                if parts.peek().is_none() {
-                    at[k] = value.clone();
-                } else {
-                    if at.get(k).is_none() {
-                        at[k] = json!({});
-                    }
-                    at = &mut at[k];
-                }
-            }
-        };
+        let mut layer = Map::new();
         let p = self;
         if let Some(r) = p.runtime {
-            set("runtime.kind", json!(r.as_str()));
+            set_key(&mut layer, "runtime.kind", json!(r.as_str()));
         }
         if p.native_compaction || p.no_native_compaction {
-            set("runtime.native_compaction", json!(p.native_compaction));
+            set_key(&mut layer, "runtime.native_compaction", json!(p.native_compaction));
         }
         if let Some(n) = p.context_window {
-            set("runtime.context_window", json!(n));
+            set_key(&mut layer, "runtime.context_window", json!(n));
         }
         if let Some(n) = p.max_total_tokens {
-            set("task.max_total_tokens", json!(n));
+            set_key(&mut layer, "task.max_total_tokens", json!(n));
         }
         if let Some(t) = p.threshold {
-            set("threshold", json!(t.as_f64()));
+            set_key(&mut layer, "threshold", json!(t.as_f64()));
         }
         if let Some(t) = p.tokenizer {
-            set("tokenizer", json!(t.as_str()));
-        }
-        if let Some(c) = &p.pre_compact_hook {
-            set("hooks.pre_compact", json!(c));
-        }
-        if let Some(c) = &p.post_compact_hook {
-            set("hooks.post_compact", json!(c));
-        }
-        if let Some(s) = p.hook_timeout {
-            set("hooks.timeout_secs", json!(s));
-        }
-        if let Some(c) = &p.summarizer {
-            set("summarizer", json!(c));
+            set_key(&mut layer, "tokenizer", json!(t.as_str()));
         }
         if !p.allow.is_empty() {
-            set("workspace.allowed_paths", json!(p.allow));
+            set_key(&mut layer, "workspace.allowed_paths", json!(p.allow));
         }
         if !p.verify.is_empty() {
-            set("verification", json!(p.verify));
+            set_key(&mut layer, "verification", json!(p.verify));
         }
-        match layer {
-            Value::Object(m) => m,
-            _ => unreachable!("the layer is an object"),
-        }
+        layer
     }
 }
 

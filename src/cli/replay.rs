@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     // Replay never runs hooks or a summarizer: it is a dry run at every point.
-    let settings = settings(&args.policy, true)?;
+    let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
     let canonical = load(&input, settings.input_format)?;
     canonical.warnings.iter().for_each(|w| crate::ui::warn(w));

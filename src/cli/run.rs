@@ -12,7 +12,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
-    let mut settings = settings(&args.policy, args.dry_run)?;
+    let mut settings = settings(&args.policy, Some(&args.actions), args.dry_run)?;
     settings.output_format = args.output_format;
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
     let Some(file) = &args.out else {
@@ -83,6 +83,7 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
             }
             crate::ui::note(&format!("{}: {}", display(input), done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
+            nothing_emitted_note(input, done, emit);
             let code = write_out(w, |w| emit_to(w, done, emit))?;
             Ok(if done.plan.refused() { Exit::Failed } else { code })
         });
@@ -130,11 +131,17 @@ fn run_batch(
                 output::write_out_dir(out, &input.out_name, done)?;
             }
             let line = format!("{}: {}", display(input), done.plan.decision.one_line());
-            // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order.
+            // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order;
+            // decisions as JSON Lines that name their input.
             let mut emitted = Vec::new();
             let emit = args.emit.or(args.dry_run.then_some(Emit::Decision)).or(lines.then_some(Emit::Transcript));
-            if let Some(e) = emit {
-                emit_to(&mut emitted, done, e).map_err(Error::stdout)?;
+            match emit {
+                Some(Emit::Decision) => decision_line(&mut emitted, &input.path, done),
+                Some(e) => {
+                    emit_to(&mut emitted, done, e).map_err(Error::stdout)?;
+                    nothing_emitted_note(input, done, e);
+                }
+                None => {}
             }
             Ok((line, done.warnings.clone(), done.plan.changes(), emitted))
         })
@@ -235,6 +242,35 @@ fn check_not_input(dir: &Path, inputs: &[Input], real_inputs: &HashSet<PathBuf>)
         }
     }
     Ok(())
+}
+
+/// A decision as one JSON line, the input's path first (`--dry-run` or `--emit
+/// decision` over several inputs).
+fn decision_line(w: &mut Vec<u8>, path: &Path, done: &Processed<'_>) {
+    let mut line = serde_json::Map::new();
+    line.insert("input".into(), serde_json::Value::String(path.display().to_string()));
+    if let Ok(serde_json::Value::Object(d)) = serde_json::to_value(&done.plan.decision) {
+        line.extend(d);
+    }
+    w.extend_from_slice(serde_json::Value::Object(line).to_string().as_bytes());
+    w.push(b'\n');
+}
+
+/// `--emit summary` or `reanchor` prints nothing when nothing was rendered: say so on
+/// stderr, so an empty stdout is not mistaken for an empty summary.
+fn nothing_emitted_note(input: &Input, done: &Processed<'_>, emit: Emit) {
+    let (rendered, what) = match emit {
+        Emit::Summary => (done.plan.summary_text.is_some(), "summary"),
+        Emit::Reanchor => (done.plan.reanchor_text.is_some(), "re-anchor block"),
+        _ => return,
+    };
+    if !rendered {
+        crate::ui::note(&format!(
+            "{}: no {what} was injected ({}), nothing to print",
+            display(input),
+            done.plan.decision.action.as_str()
+        ));
+    }
 }
 
 /// Writes one output to a writer.

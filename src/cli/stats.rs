@@ -12,7 +12,7 @@ use crate::ui;
 use std::io::{self, IsTerminal};
 
 pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
-    let settings = settings(&args.policy, true)?;
+    let settings = settings(&args.policy, None, true)?;
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, None)?;
     crate::signals::install();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;

@@ -138,3 +138,62 @@ fn emit_with_out_dir_prints_and_still_writes_the_files() {
     assert_eq!(stdout(&o), written);
     assert!(dir.path().join("input/transcript.jsonl").exists());
 }
+
+#[test]
+fn dry_run_over_several_inputs_prints_json_lines_naming_each_input() {
+    let below = "testdata/cases/below-threshold/input.jsonl";
+    let o = run(&["run", below, CASE, "--dry-run", "--jobs", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> =
+        stdout(&o).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&o));
+    assert_eq!((lines[0]["input"].as_str(), lines[0]["action"].as_str()), (Some(below), Some("none")));
+    assert_eq!((lines[1]["input"].as_str(), lines[1]["action"].as_str()), (Some(CASE), Some("history_fallback")));
+}
+
+#[test]
+fn an_empty_emit_says_why_on_stderr() {
+    let below = "testdata/cases/below-threshold/input.jsonl";
+    for emit in ["summary", "reanchor"] {
+        let o = run(&["run", below, "--emit", emit]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{emit}");
+        let what = if emit == "summary" { "summary" } else { "re-anchor block" };
+        assert!(stderr(&o).contains(&format!("no {what} was injected (none), nothing to print")), "{}", stderr(&o));
+        // Something printed: no such note.
+        let o = run(&["run", CASE, "--emit", emit]);
+        assert!(!stderr(&o).contains("nothing to print"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn only_run_takes_the_flags_that_run_commands() {
+    let help = |cmd: &str| stdout(&run(&[cmd, "--help"]));
+    for flag in ["--pre-compact-hook", "--post-compact-hook", "--hook-timeout", "--summarizer", "--manual"] {
+        assert!(help("run").contains(flag), "run lacks {flag}");
+        for cmd in ["decide", "stats", "replay", "config"] {
+            assert!(!help(cmd).contains(flag), "{cmd} lists {flag}");
+        }
+    }
+    let o = run(&["decide", CASE, "--manual"]);
+    assert_eq!(o.status.code(), Some(2), "a flag that does not act there is a usage error");
+}
+
+#[test]
+fn usage_errors_read_like_every_other_error() {
+    let o = run(&["run", CASE, "--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("rivumi-compact: error: unexpected argument '--bogus' found\n"), "{}", stderr(&o));
+    let o = run(&["decide"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("rivumi-compact: error: the following required arguments"), "{}", stderr(&o));
+    // Colour as asked, even for clap's errors and on a pipe; never by default on a pipe.
+    let o = run(&["run", CASE, "--bogus", "--color", "always"]);
+    assert!(stderr(&o).starts_with("rivumi-compact: \x1b[1;31merror:\x1b[0m unexpected argument"), "{}", stderr(&o));
+    let o = run(&["run", "no-such-file.jsonl", "--color=always"]);
+    assert!(stderr(&o).starts_with("rivumi-compact: \x1b[1;31merror:\x1b[0m no-such-file.jsonl"), "{}", stderr(&o));
+    assert!(!stderr(&run(&["run", "no-such-file.jsonl"])).contains('\x1b'));
+    // Help and version are not errors.
+    let o = run(&["--version"]);
+    assert_eq!((o.status.code(), stdout(&o).starts_with("rivumi-compact ")), (Some(0), true));
+}
