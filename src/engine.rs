@@ -132,6 +132,9 @@ pub struct Processed<'a> {
     pub warnings: Vec<String>,
     /// The format the transcript is written in.
     pub output_format: crate::output::OutputFormat,
+    /// The input as read and its format, kept when the transcript is written back in
+    /// the agent's own format (`--output-format claude-code|codex`).
+    pub original: Option<(crate::formats::InputFormat, std::sync::Arc<[u8]>)>,
 }
 
 impl Processed<'_> {
@@ -201,7 +204,7 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
         run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
     let output_format = settings.output_format;
-    Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings, output_format })
+    Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings, output_format, original: None })
 }
 
 /// Runs the user's summarizer on the removed turns (canonical records as a JSON array).

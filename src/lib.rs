@@ -44,6 +44,7 @@ pub mod manpage;
 pub mod output;
 pub mod policy;
 pub mod reanchor;
+pub mod resume;
 pub mod replay;
 pub mod render;
 pub mod report;

@@ -208,6 +208,21 @@ pub enum OutputFormat {
     Canonical,
     /// One OpenAI chat line per transcript (`{"messages":[…]}`), as dataset mode reads it.
     Openai,
+    /// The Claude Code session with the compaction recorded as Claude Code records it.
+    ClaudeCode,
+    /// The Codex rollout with the compaction recorded as Codex records it.
+    Codex,
+}
+
+impl OutputFormat {
+    /// The input format a resumable output needs.
+    pub fn resumes(self) -> Option<crate::formats::InputFormat> {
+        match self {
+            OutputFormat::ClaudeCode => Some(crate::formats::InputFormat::ClaudeCode),
+            OutputFormat::Codex => Some(crate::formats::InputFormat::Codex),
+            _ => None,
+        }
+    }
 }
 
 /// The outputs of one run, by the file name `--out-dir` gives each.
@@ -243,6 +258,10 @@ impl Output {
                     w.write_all(crate::dataset::chat_line(done).as_bytes())?;
                     w.write_all(b"\n")
                 }
+                OutputFormat::ClaudeCode | OutputFormat::Codex => match &done.original {
+                    Some((format, bytes)) => crate::resume::write(w, done, *format, bytes),
+                    None => Err(io::Error::other("the input as read was not kept")),
+                },
             },
             Output::Decision => w.write_all(done.decision_json().as_bytes()),
             Output::Journal => w.write_all(done.plan.journal.to_jsonl().as_bytes()),

@@ -46,10 +46,21 @@ pub(super) fn with_processed<T>(
     settings: &Settings,
     f: impl FnOnce(&Processed<'_>) -> Result<T>,
 ) -> Result<T> {
-    let canonical = load(input, settings.input_format)?;
+    let raw = input.read()?;
+    // The agent's own format is written from the input as read.
+    let original: Option<std::sync::Arc<[u8]>> = settings.output_format.resumes().map(|_| raw.to_vec().into());
+    let canonical = crate::formats::import(raw, &input.path, settings.input_format)?;
+    if let Some(needs) = settings.output_format.resumes().filter(|&f| f != canonical.format) {
+        return Err(Error::Usage(format!(
+            "--output-format {needs} writes a {needs} session back: {} is {}",
+            display(input),
+            canonical.format
+        )));
+    }
     let mut s = settings.clone();
     s.input_format = canonical.format;
     let mut done = engine::process(&canonical.bytes, &input.path, &s)?;
+    done.original = original.map(|o| (canonical.format, o));
     done.warnings.splice(0..0, canonical.warnings);
     f(&done)
 }

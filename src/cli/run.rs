@@ -54,6 +54,9 @@ fn check_out_file(file: &Path, inputs: &[Input]) -> Result<()> {
 /// The run, with what goes to stdout written to `w`.
 fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn Write) -> Result<Exit> {
     if let Some(dataset) = inputs::dataset_format(args.policy.input_format, inputs) {
+        if let Some(f) = args.output_format.resumes() {
+            return Err(Error::Usage(format!("--output-format {f} writes a session back: {dataset} files are datasets")));
+        }
         if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
             return Err(Error::Usage(format!("dataset mode ({dataset}) writes one line per line: no --dry-run or --emit")));
         }
@@ -84,6 +87,9 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
             crate::ui::note(&format!("{}: {}", display(input), done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
             nothing_emitted_note(input, done, emit);
+            if emit == Emit::Transcript {
+                nothing_compacted_note(input, done);
+            }
             let code = write_out(w, |w| emit_to(w, done, emit))?;
             Ok(if done.plan.refused() { Exit::Failed } else { code })
         });
@@ -129,6 +135,7 @@ fn run_batch(
             }
             if let (Some(out), false) = (out, args.dry_run) {
                 output::write_out_dir(out, &input.out_name, done)?;
+                nothing_compacted_note(input, done);
             }
             let line = format!("{}: {}", display(input), done.plan.decision.one_line());
             // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order;
@@ -267,6 +274,18 @@ fn nothing_emitted_note(input: &Input, done: &Processed<'_>, emit: Emit) {
     if !rendered {
         crate::ui::note(&format!(
             "{}: no {what} was injected ({}), nothing to print",
+            display(input),
+            done.plan.decision.action.as_str()
+        ));
+    }
+}
+
+/// A session written back in the agent's own format records a compaction only when
+/// history was replaced: otherwise it is written as it was, and stderr says so.
+fn nothing_compacted_note(input: &Input, done: &Processed<'_>) {
+    if done.output_format.resumes().is_some() && !done.plan.refused() && !crate::resume::compacts(done) {
+        crate::ui::note(&format!(
+            "{}: no history was replaced ({}): the session is written as it was",
             display(input),
             done.plan.decision.action.as_str()
         ));

@@ -59,6 +59,13 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
             assistant(&mut out, &mut groups, &mut tool_names, &msg, uuid, turn);
         } else {
             let content = msg.get("content").cloned().unwrap_or(Value::Null);
+            // A record this tool wrote (`--output-format claude-code`) is its injected kind.
+            if let Some(kind) = r.get(crate::formats::openhands::INJECTED_KEY).and_then(Value::as_str) {
+                let mut m = message(uuid, &format!("turn-{turn}"), "user", json!(text_of(&content)));
+                m.insert("synthetic".into(), json!(kind));
+                out.push(Value::Object(m));
+                continue;
+            }
             let is_prompt = !matches!(&content, Value::Array(a) if a.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")));
             if is_prompt {
                 turn += 1;
@@ -79,7 +86,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
 /// Marks the records of the main thread: the path from the last record to the root
 /// (crossing compact boundaries through `logicalParentUuid`), plus the other records of
 /// the same API messages and the results of the calls on it.
-fn main_thread(records: &[&Value]) -> Vec<bool> {
+pub(crate) fn main_thread(records: &[&Value]) -> Vec<bool> {
     let uuid_at: HashMap<&str, usize> =
         records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
     let mut on = vec![false; records.len()];

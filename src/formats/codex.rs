@@ -120,12 +120,18 @@ impl State {
 
     fn message(&mut self, p: &Value, id: &str) {
         let role = p.get("role").and_then(Value::as_str).unwrap_or("user");
-        if role == "user" {
+        let text = text_of(p.get("content").unwrap_or(&Value::Null));
+        // A text this tool injected (`--output-format codex`), known by its header.
+        let injected = (role == "user").then(|| crate::resume::kind_of_text(&text)).flatten();
+        if role == "user" && injected.is_none() {
             self.turns += 1;
         }
-        let text = text_of(p.get("content").unwrap_or(&Value::Null));
         let turn = self.turn_id();
-        self.out.push(Value::Object(message(id, &turn, role, json!(text))));
+        let mut m = message(id, &turn, role, json!(text));
+        if let Some(kind) = injected {
+            m.insert("synthetic".into(), json!(kind.as_str()));
+        }
+        self.out.push(Value::Object(m));
         let at = self.out.records.len() - 1;
         if role == "assistant" {
             self.assistant_at(at);
@@ -252,12 +258,13 @@ impl State {
         self.last_assistant = None;
         let history = p.get("replacement_history").and_then(Value::as_array).cloned().unwrap_or_default();
         let first = self.out.records.len();
+        // The history the model sees from now on: messages, and calls with their outputs
+        // (which a compaction written by this tool keeps).
         for (k, item) in history.iter().enumerate() {
             let id = format!("L{line}.{k}");
             match item.get("type").and_then(Value::as_str) {
-                Some("message") => self.message(item, &id),
-                Some("agent_message") => self.message(&with_role(item, "user"), &id),
-                _ => {}
+                Some("compaction" | "reasoning" | "ghost_snapshot") | None => {}
+                Some(_) => self.item(item, &id),
             }
         }
         // Usage belongs to the model calls after the compaction, never to a restated

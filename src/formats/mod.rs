@@ -1,9 +1,9 @@
 //! Source formats: detection and the importers that map each into canonical JSONL
 //! (with a `session` record carrying the importer's configuration layer).
 
-mod claude_code;
+pub(crate) mod claude_code;
 mod codex;
-mod common;
+pub(crate) mod common;
 pub mod openai;
 pub mod openhands;
 mod swe_agent;

@@ -16,5 +16,6 @@ mod readme;
 mod realdata;
 mod replay;
 mod reported;
+mod resume;
 mod robust;
 mod support;

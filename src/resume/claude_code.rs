@@ -1,0 +1,179 @@
+//! The compaction appended to a Claude Code session as Claude Code records its own
+//! (`compact_boundary` with `compactMetadata`, then the `isCompactSummary` message,
+//! then the retained records re-parented onto it with fresh uuids).
+
+use super::{derived_uuid, Compaction, Step};
+use crate::engine::Processed;
+use crate::error::Result;
+use crate::transcript::{ItemKind, Role};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// Fields every record of the session repeats, taken from its last main-thread message.
+const ENVELOPE: &[&str] = &["isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "slug"];
+
+/// The session as read: its records, where each uuid and API message is on the main
+/// thread, and what the new records repeat.
+struct Session<'v> {
+    records: Vec<&'v Value>,
+    by_uuid: HashMap<&'v str, usize>,
+    by_message: HashMap<&'v str, Vec<usize>>,
+    envelope: Map<String, Value>,
+    last_uuid: Value,
+    timestamp: Value,
+    /// What makes this compaction's uuids its own: the session and the compaction's number.
+    salt: (String, String),
+}
+
+impl<'v> Session<'v> {
+    fn new(lines: &'v [(usize, Value)]) -> Session<'v> {
+        let records: Vec<&Value> = lines.iter().map(|(_, v)| v).collect();
+        let on = crate::formats::claude_code::main_thread(&records);
+        let main: Vec<usize> = (0..records.len()).filter(|&k| on[k] && records[k].get("uuid").is_some()).collect();
+        let by_uuid = main.iter().filter_map(|&k| Some((records[k].get("uuid")?.as_str()?, k))).collect();
+        let mut by_message: HashMap<&str, Vec<usize>> = HashMap::new();
+        for &k in &main {
+            if records[k].get("type").and_then(Value::as_str) == Some("assistant") {
+                if let Some(id) = records[k].get("message").and_then(|m| m.get("id")).and_then(Value::as_str) {
+                    by_message.entry(id).or_default().push(k);
+                }
+            }
+        }
+        let last = main
+            .iter()
+            .rev()
+            .copied()
+            .find(|&k| matches!(records[k].get("type").and_then(Value::as_str), Some("user" | "assistant")))
+            .or(main.last().copied());
+        let envelope: Map<String, Value> = last
+            .and_then(|k| records[k].as_object())
+            .map(|r| ENVELOPE.iter().filter_map(|&f| Some((f.to_string(), r.get(f)?.clone()))).collect())
+            .unwrap_or_default();
+        let session = envelope.get("sessionId").and_then(Value::as_str).unwrap_or("session").to_string();
+        let boundaries =
+            records.iter().filter(|r| r.get("subtype").and_then(Value::as_str) == Some("compact_boundary")).count();
+        Session {
+            by_uuid,
+            by_message,
+            envelope,
+            last_uuid: last.and_then(|k| records[k].get("uuid")).cloned().unwrap_or(Value::Null),
+            timestamp: last.and_then(|k| records[k].get("timestamp")).cloned().unwrap_or(Value::Null),
+            salt: (session, (boundaries + 1).to_string()),
+            records,
+        }
+    }
+
+    /// A fresh uuid for `what`, the same for the same session and compaction.
+    fn fresh(&self, what: &str) -> String {
+        derived_uuid(&["rivumi-compact", &self.salt.0, &self.salt.1, what])
+    }
+
+    /// The records an item came from: an API message's records, or the record whose
+    /// uuid the item's id carries (`uuid` or `uuid#k` for a result of several).
+    fn sources(&self, done: &Processed<'_>, i: usize) -> Vec<usize> {
+        let item = &done.transcript.items[i];
+        let id = item.id.as_ref();
+        match &item.kind {
+            ItemKind::Message { role: Role::Assistant, .. } => self
+                .by_message
+                .get(id)
+                .cloned()
+                .or_else(|| self.by_uuid.get(id).map(|&k| vec![k]))
+                .unwrap_or_default(),
+            _ => self.by_uuid.get(id.split('#').next().unwrap_or("")).map(|&k| vec![k]).unwrap_or_default(),
+        }
+    }
+
+    /// A new record: the session's envelope and these fields.
+    fn record(&self, parent: Option<&str>, fields: Value) -> Value {
+        let mut r = Map::new();
+        r.insert("parentUuid".into(), parent.map_or(Value::Null, |p| json!(p)));
+        r.extend(self.envelope.clone());
+        if let Value::Object(f) = fields {
+            r.extend(f);
+        }
+        r.insert("timestamp".into(), self.timestamp.clone());
+        Value::Object(r)
+    }
+}
+
+pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> Result<Vec<Value>> {
+    let lines = crate::formats::common::json_lines(original, &done.transcript_name)?;
+    let s = Session::new(&lines);
+    let boundary = s.fresh("compact_boundary");
+    let mut out = vec![s.record(
+        None,
+        json!({"logicalParentUuid": s.last_uuid, "type": "system", "subtype": "compact_boundary",
+            "content": "Conversation compacted", "isMeta": false, "uuid": boundary, "level": "info",
+            "compactMetadata": {"trigger": c.trigger, "preTokens": c.pre_tokens}}),
+    )];
+    // The re-anchor block travels in the summary message, for the next request.
+    let reanchor = c.steps.iter().find_map(|step| match step {
+        Step::Injected(kind, text) if kind == "reanchor" => Some(text.as_str()),
+        _ => None,
+    });
+    let mut parent = boundary;
+    let mut copied: HashMap<String, String> = HashMap::new();
+    let mut taken = vec![false; s.records.len()];
+    let mut summary_written = false;
+    for step in &c.steps {
+        match step {
+            Step::Kept(i) => {
+                for k in s.sources(done, *i) {
+                    // One record can hold several items (results of parallel calls).
+                    if !std::mem::replace(&mut taken[k], true) {
+                        let r = copy(&s, s.records[k], &parent, &mut copied);
+                        parent = r["uuid"].as_str().unwrap_or_default().to_string();
+                        out.push(r);
+                    }
+                }
+            }
+            Step::Injected(kind, _) if kind == "reanchor" && summary_written => {}
+            Step::Injected(kind, text) => {
+                let is_summary = !summary_written && (kind == "history_summary_fallback" || kind == "checkpoint");
+                let uuid = s.fresh(&format!("injected-{kind}"));
+                let content = match (is_summary, reanchor) {
+                    (true, Some(re)) => format!("{text}\n\n{re}"),
+                    _ => text.clone(),
+                };
+                let flags = if is_summary {
+                    json!({"isVisibleInTranscriptOnly": true, "isCompactSummary": true})
+                } else {
+                    json!({"isMeta": true})
+                };
+                let mut fields = json!({"type": "user", "message": {"role": "user", "content": content}});
+                if let (Value::Object(f), Value::Object(extra)) = (&mut fields, flags) {
+                    f.extend(extra);
+                    f.insert("rivumi".into(), json!(kind));
+                    f.insert("uuid".into(), json!(uuid));
+                }
+                summary_written |= is_summary;
+                out.push(s.record(Some(&parent), fields));
+                parent = uuid;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A retained record copied after the boundary: a fresh uuid, parented on the record
+/// before it; everything else as it was, but the usage (a copy is not a model call of
+/// the new context: counted again it would hide the drop in occupancy).
+fn copy(s: &Session<'_>, record: &Value, parent: &str, copied: &mut HashMap<String, String>) -> Value {
+    let mut r = record.clone();
+    let old = r.get("uuid").and_then(Value::as_str).unwrap_or("").to_string();
+    let new = s.fresh(&old);
+    if let Value::Object(m) = &mut r {
+        m.insert("parentUuid".into(), json!(parent));
+        m.remove("logicalParentUuid");
+        m.insert("uuid".into(), json!(new));
+        if let Some(n) = m.get("sourceToolAssistantUUID").and_then(Value::as_str).and_then(|a| copied.get(a)) {
+            m.insert("sourceToolAssistantUUID".into(), json!(n));
+        }
+        if let Some(Value::Object(msg)) = m.get_mut("message") {
+            msg.remove("usage");
+        }
+    }
+    copied.insert(old, new);
+    r
+}

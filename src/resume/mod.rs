@@ -1,0 +1,177 @@
+//! `--output-format claude-code|codex`: the compacted session written the way the agent
+//! that recorded it writes its own compactions, so that the agent can resume it. The
+//! input file is copied unchanged and the compaction is appended after it:
+//!
+//! - Claude Code ([`claude_code`]): a `compact_boundary` system record, a user message
+//!   marked `isCompactSummary` carrying the summary (and the re-anchor block), and the
+//!   retained records copied after it with fresh uuids, re-parented in order.
+//! - Codex ([`codex`]): a `compacted` record whose `replacement_history` is the
+//!   compacted history, then a `context_compacted` event.
+//!
+//! Only a plan that replaces history (a summary or a checkpoint) is a compaction; any
+//! other plan leaves the session as it was (the caller says so).
+//!
+//! What is written was checked by reading it back with this tool's own importers (the
+//! context starts at the new boundary, occupancy drops, every `parentUuid` resolves, a
+//! second run adds nothing), not by running Claude Code or Codex.
+
+mod claude_code;
+mod codex;
+
+use crate::engine::Processed;
+use crate::formats::InputFormat;
+use crate::transcript::Synthetic;
+use serde_json::Value;
+use std::io::{self, Write};
+
+/// Writes `original` (the input as read) followed by the compaction `done` plans, in
+/// the input's own format.
+pub fn write(w: &mut dyn Write, done: &Processed<'_>, format: InputFormat, original: &[u8]) -> io::Result<()> {
+    w.write_all(original)?;
+    if !original.is_empty() && !original.ends_with(b"\n") {
+        w.write_all(b"\n")?;
+    }
+    let Some(c) = Compaction::of(done) else { return Ok(()) };
+    let lines = match format {
+        InputFormat::ClaudeCode => claude_code::append(done, &c, original),
+        InputFormat::Codex => codex::append(done, &c, original),
+        _ => return Err(io::Error::other(format!("no resumable output for {format} input"))),
+    }
+    .map_err(|e| io::Error::other(e.to_string()))?;
+    for line in lines {
+        w.write_all(line.to_string().as_bytes())?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Whether the plan is a compaction these formats can record.
+pub fn compacts(done: &Processed<'_>) -> bool {
+    done.plan.replacement.is_some()
+}
+
+/// A step of the compacted context, in order.
+pub(crate) enum Step {
+    /// An item of the transcript that stays (index into `Transcript::items`).
+    Kept(usize),
+    /// A record the tool injects: its kind and its text.
+    Injected(String, String),
+}
+
+/// The compacted context: what follows the new boundary, in order, and the figures of
+/// the compaction.
+pub(crate) struct Compaction {
+    pub steps: Vec<Step>,
+    /// The text that replaced the removed history.
+    pub summary: String,
+    pub trigger: &'static str,
+    /// The context occupancy before the compaction (what the agent records as its
+    /// pre-compaction figure).
+    pub pre_tokens: u64,
+}
+
+impl Compaction {
+    /// The context after compaction: the items of the current context that stay (in
+    /// order, the replacement where the removed span was) and the injected records
+    /// appended after them. `None` when nothing was replaced.
+    fn of(done: &Processed<'_>) -> Option<Compaction> {
+        let (t, plan) = (&done.transcript, &done.plan);
+        let (at, replacement) = plan.replacement.as_ref()?;
+        let mut removed = vec![false; t.items.len()];
+        for &i in &plan.removed {
+            removed[i] = true;
+        }
+        let start = crate::policy::context_start(t);
+        let mut steps = Vec::new();
+        for (ri, r) in t.records.iter().enumerate() {
+            if let Some(i) = r.kind_item().filter(|&i| i >= start && !removed[i]) {
+                steps.push(Step::Kept(i));
+            }
+            if ri == *at {
+                steps.push(injected(replacement)?);
+            }
+        }
+        steps.extend(plan.appended.iter().filter_map(|a| injected(a)));
+        let summary = match steps.iter().find(|s| matches!(s, Step::Injected(..))) {
+            Some(Step::Injected(_, text)) => text.clone(),
+            _ => String::new(),
+        };
+        let est = crate::tokens::item_estimates(t, done.config.tokenizer);
+        let pre_tokens = crate::policy::occupancy(t, &est).tokens;
+        let trigger = match plan.decision.trigger {
+            crate::policy::Trigger::Manual => "manual",
+            crate::policy::Trigger::Auto => "auto",
+        };
+        Some(Compaction { steps, summary, trigger, pre_tokens })
+    }
+}
+
+/// An injected canonical record as a step, when it is a message (events are not).
+fn injected(record: &str) -> Option<Step> {
+    let v: Value = serde_json::from_str(record).ok()?;
+    if v.get("type").and_then(Value::as_str) != Some("message") {
+        return None;
+    }
+    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note").to_string();
+    let text = v.get("content").and_then(Value::as_str).unwrap_or("").to_string();
+    Some(Step::Injected(kind, text))
+}
+
+/// The kind of an injected text, from the header every rendered text starts with (how
+/// a Codex history, which keeps no extra fields, marks them; Codex marks its own
+/// summaries the same way).
+pub fn kind_of_text(text: &str) -> Option<Synthetic> {
+    if text.starts_with(crate::render::SUMMARY_HEADER) {
+        Some(Synthetic::HistorySummaryFallback)
+    } else if text.starts_with("[rivumi] Token budget pressure:") {
+        Some(Synthetic::PressureReminder)
+    } else if text.starts_with("[rivumi] Re-anchor") {
+        Some(Synthetic::Reanchor)
+    } else {
+        None
+    }
+}
+
+/// A uuid (version 4 layout) derived from `parts`: fresh for every copied record, and
+/// the same for the same input, so that outputs can be pinned.
+pub(crate) fn derived_uuid(parts: &[&str]) -> String {
+    let mut a: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut b: u64 = 0x8422_2325_cbf2_9ce4;
+    for p in parts {
+        for &byte in p.as_bytes().iter().chain(std::iter::once(&0xff)) {
+            a = (a ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            b = (b ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(5);
+        }
+    }
+    // A finalizer, so that near inputs give unrelated-looking uuids.
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let hi = mix(a);
+    let lo = mix(b ^ a.rotate_left(17));
+    let hex = format!("{hi:016x}{lo:016x}");
+    let h = hex.as_bytes();
+    let s = |r: std::ops::Range<usize>| std::str::from_utf8(&h[r]).expect("hex is ASCII").to_string();
+    // version 4, variant 10xx
+    let variant = ["8", "9", "a", "b"][usize::from(h[16] % 4)];
+    format!("{}-{}-4{}-{}{}-{}", s(0..8), s(8..12), s(13..16), variant, s(17..20), s(20..32))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn derived_uuids_are_uuid_shaped_distinct_and_stable() {
+        let a = super::derived_uuid(&["s", "u1"]);
+        let b = super::derived_uuid(&["s", "u2"]);
+        assert_ne!(a, b);
+        assert_eq!(a, super::derived_uuid(&["s", "u1"]));
+        assert_ne!(super::derived_uuid(&["s", "u1"]), super::derived_uuid(&["su", "1"]));
+        for u in [a, b] {
+            let parts: Vec<&str> = u.split('-').collect();
+            assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12], "{u}");
+            assert!(parts[2].starts_with('4') && "89ab".contains(&parts[3][..1]), "{u}");
+        }
+    }
+}

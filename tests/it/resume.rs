@@ -1,0 +1,226 @@
+//! `--output-format claude-code|codex`: the compaction written the way the agent
+//! records its own, checked by reading it back with the tool's own importers.
+
+use crate::support::{path_str, root, run, stderr, stdout, temp_file};
+use serde_json::Value;
+use std::collections::HashSet;
+
+const CLAUDE: &str = "testdata/cases/claude-code-compact-boundary/input.jsonl";
+const CODEX: &str = "testdata/cases/codex-agent-runner/input.jsonl";
+const BUDGET: &[&str] = &["--runtime", "agent-runner", "--max-total-tokens", "1000"];
+
+fn compact(input: &str, format: &str, flags: &[&str]) -> Vec<u8> {
+    let mut args = vec!["run", input, "--output-format", format];
+    args.extend_from_slice(flags);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    o.stdout
+}
+
+fn records(bytes: &[u8]) -> Vec<Value> {
+    bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect()
+}
+
+/// The context figure `decide` reads from a file (conversation runtime).
+fn occupancy(path: &str) -> u64 {
+    let o = run(&["decide", path, "--runtime", "conversation", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice::<Value>(&o.stdout).unwrap()["used"].as_u64().unwrap()
+}
+
+/// The canonical records the importer makes of a file, from the last completed
+/// compaction on: where the context starts.
+fn context_after_last_compaction(path: &str) -> Vec<Value> {
+    let o = run(&["run", path, "--runtime", "conversation", "--no-native-compaction", "--emit", "transcript"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = records(&o.stdout);
+    let last = all.iter().rposition(|r| r["name"] == "compaction_completed").expect("a completed compaction");
+    all[last + 1..].to_vec()
+}
+
+/// Checks a Claude Code session written back: the input untouched, one boundary, the
+/// summary message, copies re-parented with fresh uuids, every parent resolving.
+fn check_claude_code(input: &[u8], out: &[u8]) {
+    assert!(out.starts_with(input), "the input comes first, unchanged");
+    let before = records(input);
+    let after = records(out);
+    let new = &after[before.len()..];
+    assert!(new.len() >= 2, "a boundary and a summary at least");
+    let old_uuids: HashSet<&str> = before.iter().filter_map(|r| r["uuid"].as_str()).collect();
+    let session = before.iter().find_map(|r| r["sessionId"].as_str()).unwrap();
+    let b = &new[0];
+    assert_eq!((b["type"].as_str(), b["subtype"].as_str()), (Some("system"), Some("compact_boundary")));
+    assert!(b["parentUuid"].is_null());
+    assert!(old_uuids.contains(b["logicalParentUuid"].as_str().unwrap()), "the boundary follows the old chain");
+    assert!(b["compactMetadata"]["preTokens"].as_u64().unwrap() > 0);
+    assert!(matches!(b["compactMetadata"]["trigger"].as_str(), Some("auto" | "manual")));
+    let summary = new.iter().find(|r| r["isCompactSummary"] == true).expect("a compact summary message");
+    let text = summary["message"]["content"].as_str().unwrap();
+    assert!(text.starts_with("[rivumi] History summary fallback.") || summary["rivumi"] == "checkpoint", "{text}");
+    assert!(text.contains("[rivumi] Re-anchor"), "the re-anchor block travels with the summary");
+    let mut parent = b["uuid"].as_str().unwrap().to_string();
+    let mut seen = HashSet::new();
+    for r in &new[1..] {
+        let uuid = r["uuid"].as_str().unwrap();
+        assert!(!old_uuids.contains(uuid) && seen.insert(uuid.to_string()), "fresh, unique uuids");
+        assert_eq!(r["parentUuid"].as_str(), Some(parent.as_str()), "re-parented in order");
+        assert_eq!(r["sessionId"].as_str(), Some(session), "the session id is kept");
+        assert!(r["message"].get("usage").is_none(), "a copy is not a model call");
+        parent = uuid.to_string();
+    }
+    let all: HashSet<&str> = after.iter().filter_map(|r| r["uuid"].as_str()).collect();
+    for r in &after {
+        if let Some(p) = r["parentUuid"].as_str() {
+            assert!(all.contains(p), "parentUuid {p} resolves");
+        }
+    }
+}
+
+#[test]
+fn a_claude_code_session_gets_a_boundary_it_can_resume_from() {
+    let input = std::fs::read(root().join(CLAUDE)).unwrap();
+    let out = compact(CLAUDE, "claude-code", BUDGET);
+    check_claude_code(&input, &out);
+    let (dir, path) = temp_file("session.jsonl", &out);
+    let p = path_str(&path);
+    // Read back: the context starts at the new boundary, with the summary.
+    let context = context_after_last_compaction(p);
+    assert_eq!(context[0]["synthetic"], "history_summary_fallback", "{:?}", context[0]);
+    assert!(context.iter().all(|r| r["type"] != "event" || r["name"] != "compaction_completed"));
+    assert!(occupancy(p) < occupancy(CLAUDE), "{} then {}", occupancy(CLAUDE), occupancy(p));
+    // A second run with the same flags adds nothing.
+    let mut again = vec!["run", p, "--output-format", "claude-code"];
+    again.extend_from_slice(BUDGET);
+    let o = run(&again);
+    assert_eq!(o.stdout, out, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no history was replaced (none): the session is written as it was"), "{}", stderr(&o));
+    drop(dir);
+}
+
+/// A Claude Code session of `turns` turns (prompt, a tool call, its result, an answer),
+/// each record parented on the one before, as Claude Code writes them.
+fn claude_session(turns: usize) -> Vec<u8> {
+    let mut out = String::new();
+    let mut parent = Value::Null;
+    let mut push = |v: Value, uuid: &str| {
+        let mut v = v;
+        v["parentUuid"] = parent.clone();
+        v["uuid"] = serde_json::json!(uuid);
+        v["sessionId"] = serde_json::json!("sess-gen");
+        v["isSidechain"] = serde_json::json!(false);
+        v["timestamp"] = serde_json::json!("2026-02-11T10:00:00.000Z");
+        out.push_str(&v.to_string());
+        out.push('\n');
+        parent = serde_json::json!(uuid);
+    };
+    for t in 0..turns {
+        let filler = "let x = compute(); // filler\n".repeat(40);
+        push(serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("Task step {t}: fix module {t}.")}}), &format!("u{t}"));
+        push(serde_json::json!({"type": "assistant", "message": {"id": format!("msg{t}"), "role": "assistant", "model": "claude-x",
+            "content": [{"type": "tool_use", "id": format!("tu{t}"), "name": "Read", "input": {"file_path": format!("/p/src/m{t}.rs")}}],
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000 * (t as u64 + 1), "output_tokens": 50}}}), &format!("a{t}"));
+        push(serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("tu{t}"), "content": filler}]}}), &format!("r{t}"));
+        push(serde_json::json!({"type": "assistant", "message": {"id": format!("msg{t}b"), "role": "assistant", "model": "claude-x",
+            "content": [{"type": "text", "text": format!("Module {t} is fixed.")}],
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000 * (t as u64 + 1) + 500, "output_tokens": 20}}}), &format!("f{t}"));
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn a_claude_code_checkpoint_is_recorded_too() {
+    let input = claude_session(12);
+    let (dir, path) = temp_file("gen.jsonl", &input);
+    let p = path_str(&path);
+    let out = compact(p, "claude-code", &["--manual", "--no-native-compaction"]);
+    check_claude_code(&input, &out);
+    let new = records(&out).split_off(records(&input).len());
+    assert_eq!(new[0]["compactMetadata"]["trigger"], "manual");
+    let summary = new.iter().find(|r| r["isCompactSummary"] == true).unwrap();
+    assert_eq!(summary["rivumi"], "checkpoint");
+    // The retained tail: the last turns, their call and result paired by tool id.
+    let copies: Vec<&Value> = new.iter().filter(|r| r.get("rivumi").is_none() && r["type"] != "system").collect();
+    assert!(!copies.is_empty());
+    let last = copies.last().unwrap();
+    assert_eq!(last["message"]["content"][0]["text"], "Module 11 is fixed.");
+    let (odir, opath) = temp_file("out.jsonl", &out);
+    assert!(occupancy(path_str(&opath)) < occupancy(p), "{} then {}", occupancy(p), occupancy(path_str(&opath)));
+    assert_eq!(compact(path_str(&opath), "claude-code", &["--no-native-compaction"]), out, "a second run adds nothing");
+    drop((dir, odir));
+}
+
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn real_claude_code_sessions_round_trip() {
+    for name in ["session-258c7280.jsonl", "session-8463c716.jsonl"] {
+        let file = root().join("../shared/realdata/claude-code").join(name);
+        let f = path_str(&file);
+        let input = std::fs::read(&file).unwrap();
+        let out = compact(f, "claude-code", &["--runtime", "agent-runner", "--max-total-tokens", "100000"]);
+        check_claude_code(&input, &out);
+        let (dir, path) = temp_file(name, &out);
+        let p = path_str(&path);
+        assert!(occupancy(p) * 4 < occupancy(f), "{name}: {} then {}", occupancy(f), occupancy(p));
+        let again = compact(p, "claude-code", &["--runtime", "agent-runner", "--max-total-tokens", "100000"]);
+        assert!(again == out, "{name}: a second run changed the session");
+        drop(dir);
+    }
+}
+
+/// Checks a Codex rollout written back: the input untouched, then a `compacted` record
+/// and a `context_compacted` event; every call in the new history has its output.
+fn check_codex(input: &[u8], out: &[u8]) -> Vec<Value> {
+    assert!(out.starts_with(input), "the input comes first, unchanged");
+    let after = records(out);
+    let new = &after[records(input).len()..];
+    assert_eq!(new.len(), 2, "{new:?}");
+    assert_eq!(new[0]["type"], "compacted");
+    assert_eq!(new[1]["type"], "event_msg");
+    assert_eq!(new[1]["payload"]["type"], "context_compacted");
+    let history = new[0]["payload"]["replacement_history"].as_array().unwrap().clone();
+    assert!(new[0]["payload"]["message"].as_str().unwrap().starts_with("[rivumi] History summary fallback."));
+    let calls: Vec<&str> = history.iter().filter(|h| h["type"] == "function_call").filter_map(|h| h["call_id"].as_str()).collect();
+    for c in calls {
+        assert!(history.iter().any(|h| h["type"] == "function_call_output" && h["call_id"] == c), "call {c} has its output");
+    }
+    history
+}
+
+#[test]
+fn a_codex_rollout_gets_a_compacted_record_it_can_resume_from() {
+    let input = std::fs::read(root().join(CODEX)).unwrap();
+    let out = compact(CODEX, "codex", BUDGET);
+    let history = check_codex(&input, &out);
+    let texts: Vec<&str> = history
+        .iter()
+        .filter(|h| h["role"] == "user")
+        .filter_map(|h| h["content"][0]["text"].as_str())
+        .filter(|t| t.starts_with("[rivumi]"))
+        .collect();
+    assert_eq!(texts.len(), 3, "summary, reminder and re-anchor: {texts:?}");
+    let (dir, path) = temp_file("rollout.jsonl", &out);
+    let p = path_str(&path);
+    let context = context_after_last_compaction(p);
+    assert_eq!(context[0]["synthetic"], "history_summary_fallback", "{:?}", context[0]);
+    assert!(context.iter().any(|r| r["type"] == "tool_result"), "calls and outputs are kept in the new history");
+    assert!(occupancy(p) < occupancy(CODEX), "{} then {}", occupancy(CODEX), occupancy(p));
+    assert_eq!(compact(p, "codex", BUDGET), out, "a second run adds nothing");
+    drop(dir);
+}
+
+#[test]
+fn resumable_output_needs_the_agents_own_session() {
+    let o = run(&["run", CODEX, "--output-format", "claude-code"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--output-format claude-code writes a claude-code session back"), "{}", stderr(&o));
+    let (dir, ds) = temp_file("ds.jsonl", b"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
+    let o = run(&["run", path_str(&ds), "--output-format", "codex"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Nothing to record: the session as it was, and stderr says so.
+    let o = run(&["run", CLAUDE, "--output-format", "claude-code"]);
+    assert!(o.status.success());
+    assert_eq!(o.stdout, std::fs::read(root().join(CLAUDE)).unwrap());
+    assert!(stderr(&o).contains("no history was replaced"), "{}", stderr(&o));
+    assert!(!stdout(&o).is_empty());
+    drop(dir);
+}
