@@ -19,9 +19,14 @@ fn man_page_is_current() {
         "EXIT STATUS",
         "task.max_total_tokens",
         "not_enough_history",
+        ".SH EXAMPLES",
     ] {
         assert!(page.contains(needle), "the man page lacks {needle}");
     }
+    // Examples have their own section: never glued onto an option's text.
+    assert!(!page.contains("Example:") && !page.contains("Examples:"), "an after-help block leaked into the page");
+    let examples = &page[page.find(".SH EXAMPLES").unwrap()..];
+    assert!(examples.contains("check tests/golden") && examples.contains("completions fish"), "{examples}");
 }
 
 #[test]
@@ -34,6 +39,10 @@ fn completions_for_each_shell() {
             text.contains("rivumi-compact") && text.contains("max-total-tokens"),
             "{shell} completion is incomplete"
         );
+        // Value flags complete their values.
+        for value in ["agent-runner", "claude-code", "o200k", "reanchor", "always"] {
+            assert!(text.contains(value), "{shell} completion does not offer {value}");
+        }
     }
 }
 

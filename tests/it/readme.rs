@@ -56,3 +56,12 @@ fn readme_spark_recipe_is_the_tested_script() {
     // What makes RDD.pipe work at all: a full environment and a checked exit status.
     assert!(recipe.contains("env=env") && recipe.contains("checkCode=True"), "{recipe}");
 }
+
+/// Lines the README shows on stderr are the lines the tool prints.
+#[test]
+fn readme_stderr_lines_are_as_printed() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let o = cmd().args(["run", "testdata/cases/fallback-applied/input.jsonl"]).output().unwrap();
+    let line = String::from_utf8_lossy(&o.stderr).lines().next().unwrap().to_string();
+    assert!(readme.contains(&format!("\n{line}\n")), "README lacks the stderr line as printed: {line}");
+}
