@@ -72,9 +72,17 @@ fn axes(s: &mut String, f: &Frame) {
     for c in (0..=f.max_call).step_by((f.max_call / 10).max(1)) {
         let _ = writeln!(s, r#"<text x="{:.1}" y="{}" text-anchor="middle">{c}</text>"#, f.x(c), y1 + 16.0);
     }
-    let _ = writeln!(s, r#"<text x="{:.1}" y="{}" text-anchor="middle">model call</text>"#, f64::midpoint(x0, x1), H - 12.0);
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{}" text-anchor="middle">model call</text>"#,
+        f64::midpoint(x0, x1),
+        H - 12.0
+    );
     let mid = f64::midpoint(y0, y1);
-    let _ = writeln!(s, r#"<text x="16" y="{mid:.1}" transform="rotate(-90 16 {mid:.1})" text-anchor="middle">tokens</text>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="16" y="{mid:.1}" transform="rotate(-90 16 {mid:.1})" text-anchor="middle">tokens</text>"#
+    );
 }
 
 /// The denominator and the trigger, each labelled on its line.

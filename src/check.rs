@@ -113,7 +113,8 @@ pub fn check(
             if unreadable > 0 { format!(", {unreadable} unreadable") } else { String::new() }
         );
         if differing > 0 {
-            let mut again = vec!["rivumi-compact".to_string(), "check".into(), "--bless".into(), shell_word(&shown(dir))];
+            let mut again =
+                vec!["rivumi-compact".to_string(), "check".into(), "--bless".into(), shell_word(&shown(dir))];
             again.extend(opts.cases.iter().map(|c| shell_word(c)));
             let _ = writeln!(w, "to accept the actual outputs as expected, run: {}", again.join(" "));
         }
@@ -155,7 +156,11 @@ fn select(dir: &Path, all: &[PathBuf], patterns: &[String]) -> Result<Vec<PathBu
 /// A case's name: its folder below DIR (`.` for DIR itself).
 fn case_name(dir: &Path, case: &Path) -> String {
     let rel = case.strip_prefix(dir).unwrap_or(case).display().to_string();
-    if rel.is_empty() { ".".into() } else { rel }
+    if rel.is_empty() {
+        ".".into()
+    } else {
+        rel
+    }
 }
 
 /// A path as a CI log shows it: relative to the working folder when it is below it.

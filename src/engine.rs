@@ -47,7 +47,12 @@ impl Settings {
     /// The same settings under a profile (SPEC 12).
     #[must_use]
     pub fn with_profile(self, profile: config::Profile) -> Settings {
-        Settings { profile, no_session: std::sync::OnceLock::new(), no_session_config: std::sync::OnceLock::new(), ..self }
+        Settings {
+            profile,
+            no_session: std::sync::OnceLock::new(),
+            no_session_config: std::sync::OnceLock::new(),
+            ..self
+        }
     }
 
     /// The same settings with one more flag layer on top (keys as JSON paths).
@@ -100,7 +105,11 @@ impl Settings {
 
     /// The typed configuration for one transcript and the warnings its layers gave; a
     /// transcript without a session record shares one configuration with all others.
-    pub fn config_of(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<(std::sync::Arc<Config>, Vec<String>)> {
+    pub fn config_of(
+        &self,
+        session: Option<&Map<String, Value>>,
+        file: &Path,
+    ) -> Result<(std::sync::Arc<Config>, Vec<String>)> {
         if session.is_none() {
             let shared = self.no_session_config.get_or_init(|| {
                 std::sync::Arc::new(self.config_for(None, file).expect("no session layer, no error").config)
@@ -204,7 +213,15 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
         run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
     let output_format = settings.output_format;
-    Ok(Processed { transcript: t, transcript_name: name.to_path_buf(), config, plan, warnings, output_format, original: None })
+    Ok(Processed {
+        transcript: t,
+        transcript_name: name.to_path_buf(),
+        config,
+        plan,
+        warnings,
+        output_format,
+        original: None,
+    })
 }
 
 /// Runs the user's summarizer on the removed turns (canonical records as a JSON array).

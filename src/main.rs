@@ -1,6 +1,5 @@
 //! The `rivumi-compact` binary: parse the command line, run, map to an exit code.
 
-
 // Dataset mode and batches make many small allocations on every core: mimalloc keeps
 // them thread-local and cheap (measured in bench/run.sh).
 #[global_allocator]

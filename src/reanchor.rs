@@ -20,8 +20,14 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             crate::transcript::RecordKind::Item(i) => *i,
             crate::transcript::RecordKind::Event { name, .. } if crate::transcript::Event::FilesChanged.is(name) => {
                 let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
-                let paths: Vec<String> = v.get("paths").and_then(Value::as_array).into_iter().flatten()
-                    .filter_map(Value::as_str).map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
+                let paths: Vec<String> = v
+                    .get("paths")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|p| normalise(p, cfg.workspace.root.as_deref()))
+                    .collect();
                 recent.touch(&paths);
                 changed.touch(&paths);
                 continue;

@@ -308,7 +308,8 @@ fn summarize(points: &[Point], profile: &str, conversation: bool, at: EvaluateAt
 impl Summary {
     /// The closing line for people.
     pub fn line(&self) -> String {
-        let manual = if self.recorded_manual > 0 { format!(" (and {} manual)", self.recorded_manual) } else { String::new() };
+        let manual =
+            if self.recorded_manual > 0 { format!(" (and {} manual)", self.recorded_manual) } else { String::new() };
         let plural = if self.recorded_auto == 1 { "" } else { "s" };
         let extra = match self.unmatched_firings {
             0 => String::new(),

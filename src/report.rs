@@ -127,9 +127,8 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
     let fires_at = done.config.fires_at(d.path == PressurePath::Conversation, limit);
     let mark = usize::try_from((u128::from(fires_at) * BAR as u128) / u128::from(limit).max(1)).unwrap_or(BAR);
     let denominator = d.denominator.as_str();
-    let mut out = format!(
-        "\nper turn ({denominator} against {limit}; | marks where it fires, at {fires_at}; ~ estimated):\n"
-    );
+    let mut out =
+        format!("\nper turn ({denominator} against {limit}; | marks where it fires, at {fires_at}; ~ estimated):\n");
     let width = rows.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(4);
     for (label, row) in rows {
         let filled = ((u128::from(row.used) * BAR as u128) / u128::from(limit)).min(BAR as u128) as usize;

@@ -11,7 +11,6 @@ use rayon::prelude::*;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::Path;
 
-
 /// Counts for the closing line.
 #[derive(Default)]
 struct Counts {
@@ -190,7 +189,14 @@ enum Part {
 
 impl Piece {
     /// Compacts the lines of `ranges` (the first is line `first` of the block).
-    fn fill(&mut self, block: &Block, first: usize, ranges: &[std::ops::Range<usize>], file: &Path, settings: &Settings) {
+    fn fill(
+        &mut self,
+        block: &Block,
+        first: usize,
+        ranges: &[std::ops::Range<usize>],
+        file: &Path,
+        settings: &Settings,
+    ) {
         self.bytes.clear();
         self.parts.clear();
         self.bad.clear();
@@ -200,7 +206,9 @@ impl Piece {
             let raw = &block.bytes[range.clone()];
             let outcome = match std::str::from_utf8(strip_terminator(raw)) {
                 Ok(text) => process_line(text, file, n, settings),
-                Err(e) => Ok(LineOutcome::Bad(format!("{}:{n}:{}: invalid UTF-8", file.display(), e.valid_up_to() + 1))),
+                Err(e) => {
+                    Ok(LineOutcome::Bad(format!("{}:{n}:{}: invalid UTF-8", file.display(), e.valid_up_to() + 1)))
+                }
             };
             self.lines += 1;
             match outcome {

@@ -20,7 +20,8 @@ pub(super) fn decide(args: DecideArgs) -> Result<Exit> {
     }
     with_processed(&input, &settings, |done| {
         print_warnings(done);
-        let text = if args.json { crate::report::decision_with_turns(done) } else { crate::report::decision_report(done) };
+        let text =
+            if args.json { crate::report::decision_with_turns(done) } else { crate::report::decision_report(done) };
         stdout_write(|w| w.write_all(text.as_bytes()))
     })
 }
@@ -45,7 +46,9 @@ fn rows(args: &DecideArgs, input: &Input, settings: &Settings, format: InputForm
                 crate::dataset::row_canonical(text, format).map_err(|(col, m)| format!("{shown}:{n}:{col}: {m}"))
             })
             .and_then(|canonical| {
-                engine::process(&canonical, &name, &s).map(|done| render(args, n, &shown, &done)).map_err(|e| e.to_string())
+                engine::process(&canonical, &name, &s)
+                    .map(|done| render(args, n, &shown, &done))
+                    .map_err(|e| e.to_string())
             });
         match processed {
             Ok(text) => w.write_all(text.as_bytes()).map_err(Error::stdout),

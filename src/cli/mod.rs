@@ -58,7 +58,9 @@ impl Cli {
         let parsed = Cli::command().color(color).try_get_matches_from(&args).and_then(|m| Cli::from_arg_matches(&m));
         match parsed {
             Ok(cli) => cli,
-            Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Err(e)
+                if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+            {
                 e.exit()
             }
             Err(e) => {

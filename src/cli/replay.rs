@@ -65,7 +65,8 @@ fn report(r: &Replay, name: &str) -> String {
     if rows.is_empty() {
         let top = r.points.iter().max_by_key(|p| p.used);
         if let Some(p) = top {
-            let _ = writeln!(out, "no recorded compaction and no predicted firing; highest: {} at call {}", p.used, p.call);
+            let _ =
+                writeln!(out, "no recorded compaction and no predicted firing; highest: {} at call {}", p.used, p.call);
         }
     } else {
         let _ = writeln!(

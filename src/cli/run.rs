@@ -55,10 +55,14 @@ fn check_out_file(file: &Path, inputs: &[Input]) -> Result<()> {
 fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn Write) -> Result<Exit> {
     if let Some(dataset) = inputs::dataset_format(args.policy.input_format, inputs) {
         if let Some(f) = args.output_format.resumes() {
-            return Err(Error::Usage(format!("--output-format {f} writes a session back: {dataset} files are datasets")));
+            return Err(Error::Usage(format!(
+                "--output-format {f} writes a session back: {dataset} files are datasets"
+            )));
         }
         if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
-            return Err(Error::Usage(format!("dataset mode ({dataset}) writes one line per line: no --dry-run or --emit")));
+            return Err(Error::Usage(format!(
+                "dataset mode ({dataset}) writes one line per line: no --dry-run or --emit"
+            )));
         }
         if inputs.len() > 1 && args.out_dir.is_none() {
             return Err(Error::Usage(format!("{} inputs need --out-dir", inputs.len())));

@@ -102,7 +102,10 @@ fn dataset_rows(input: &inputs::Input, format: InputFormat, only: Option<u64>) -
         Ok(())
     })?;
     if let (Some(k), false) = (only, found) {
-        return Err(crate::error::Error::bad_input(&input.path, format!("--line {k}: there is no row there ({lines} lines)")));
+        return Err(crate::error::Error::bad_input(
+            &input.path,
+            format!("--line {k}: there is no row there ({lines} lines)"),
+        ));
     }
     Ok((out, rows))
 }

@@ -82,16 +82,21 @@ fn chat_item(t: &crate::transcript::Transcript<'_>, i: usize) -> Value {
             if !calls.is_empty() {
                 let calls: Vec<Value> = calls
                     .iter()
-                    .map(|c| json!({"id": c.id, "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments.get()}}))
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments.get()}})
+                    })
                     .collect();
                 m.insert("tool_calls".into(), Value::Array(calls));
             }
             if let Some(u) = usage {
                 // OpenAI's prompt count includes cached tokens (SPEC 1): the size is kept.
                 let prompt = u.input_tokens.saturating_add(u.cache_read_tokens).saturating_add(u.cache_write_tokens);
-                m.insert("usage".into(), json!({"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
-                    "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens}}));
+                m.insert(
+                    "usage".into(),
+                    json!({"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
+                    "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens}}),
+                );
             }
             Value::Object(m)
         }
@@ -181,7 +186,9 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
                 Err(Error::Failed(m)) => return Err(Error::Failed(m)),
                 Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
             };
-            return Ok(outcome(&done, file, line_no).unwrap_or_else(|| LineOutcome::Changed(splice(text, &spans, &done))));
+            return Ok(
+                outcome(&done, file, line_no).unwrap_or_else(|| LineOutcome::Changed(splice(text, &spans, &done)))
+            );
         }
     }
     process_line_canonical(text, file, line_no, settings)

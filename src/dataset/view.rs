@@ -112,7 +112,12 @@ fn chat_usage(raw: &RawValue) -> Option<Usage> {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
     let (input, output) = (n(u.get("prompt_tokens")), n(u.get("completion_tokens")));
-    Some(Usage { input_tokens: input.saturating_sub(cached), cache_read_tokens: cached, cache_write_tokens: 0, output_tokens: output })
+    Some(Usage {
+        input_tokens: input.saturating_sub(cached),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: output,
+    })
 }
 
 #[derive(Deserialize)]
@@ -206,7 +211,14 @@ fn decoded_len(raw: &str) -> Option<u64> {
             }
             0xDC00..=0xDFFF => return None,
             _ => {
-                len = len - 6 + if cp < 0x80 { 1 } else if cp < 0x800 { 2 } else { 3 };
+                len = len - 6
+                    + if cp < 0x80 {
+                        1
+                    } else if cp < 0x800 {
+                        2
+                    } else {
+                        3
+                    };
                 i = at + 6;
             }
         }

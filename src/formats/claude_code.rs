@@ -104,8 +104,8 @@ pub(crate) fn main_thread(records: &[&Value]) -> Vec<bool> {
         let named =
             r.get("parentUuid").and_then(Value::as_str).or_else(|| r.get("logicalParentUuid").and_then(Value::as_str));
         cursor = match named.map(|p| uuid_at.get(p).copied()) {
-            None => None,                              // a root
-            Some(Some(p)) if !on[p] => Some(p),        // the parent
+            None => None,                           // a root
+            Some(Some(p)) if !on[p] => Some(p),     // the parent
             Some(Some(_) | None) => before(i, &on), // a cycle, or a parent not in the file
         };
     }

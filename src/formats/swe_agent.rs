@@ -45,7 +45,8 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                 let call = open.iter().position(|(o, ..)| wanted.contains(o)).or((!open.is_empty()).then_some(0));
                 let call = call.map(|at| open.remove(at));
                 let failed = edit_failed(&text);
-                let (call_id, name) = call.as_ref().map_or((String::new(), None), |(_, u, n, _)| (u.clone(), Some(n.as_str())));
+                let (call_id, name) =
+                    call.as_ref().map_or((String::new(), None), |(_, u, n, _)| (u.clone(), Some(n.as_str())));
                 out.push(Value::Object(tool_result(&id, &format!("step-{step}"), &call_id, name, json!(text), failed)));
                 if let Some((_, _, name, args)) = &call {
                     if let Some(path) = files.after_call(name, args, failed) {
@@ -86,8 +87,20 @@ struct OpenFile {
 
 /// SWE-agent's commands (the rest of an action string is a shell command).
 const AGENT_COMMANDS: &[&str] = &[
-    "open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "append", "search_file", "search_dir",
-    "find_file", "submit", "str_replace_editor", "filemap",
+    "open",
+    "goto",
+    "scroll_up",
+    "scroll_down",
+    "create",
+    "edit",
+    "insert",
+    "append",
+    "search_file",
+    "search_dir",
+    "find_file",
+    "submit",
+    "str_replace_editor",
+    "filemap",
 ];
 
 /// Edit commands that act on the open file when they name no path.
@@ -135,7 +148,9 @@ fn first_argument(args: &Value) -> Option<&str> {
 /// SWE-agent's editor refuses an edit and says so in the observation.
 fn edit_failed(text: &str) -> bool {
     let t = text.trim_start();
-    t.contains("Your proposed edit has introduced new syntax error") || t.starts_with("Error:") || t.starts_with("Usage:")
+    t.contains("Your proposed edit has introduced new syntax error")
+        || t.starts_with("Error:")
+        || t.starts_with("Usage:")
 }
 
 /// `tool_calls` as a list; older trajectories give the action only in the `action`

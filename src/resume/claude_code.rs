@@ -74,12 +74,9 @@ impl<'v> Session<'v> {
         let item = &done.transcript.items[i];
         let id = item.id.as_ref();
         match &item.kind {
-            ItemKind::Message { role: Role::Assistant, .. } => self
-                .by_message
-                .get(id)
-                .cloned()
-                .or_else(|| self.by_uuid.get(id).map(|&k| vec![k]))
-                .unwrap_or_default(),
+            ItemKind::Message { role: Role::Assistant, .. } => {
+                self.by_message.get(id).cloned().or_else(|| self.by_uuid.get(id).map(|&k| vec![k])).unwrap_or_default()
+            }
             _ => self.by_uuid.get(id.split('#').next().unwrap_or("")).map(|&k| vec![k]).unwrap_or_default(),
         }
     }

@@ -5,9 +5,9 @@
 //! are user messages, known again by the header they start with.
 
 use super::{Compaction, Step};
-use crate::transcript::{ItemKind, Role};
 use crate::engine::Processed;
 use crate::error::Result;
+use crate::transcript::{ItemKind, Role};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -37,8 +37,9 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
                 let own = payload(&by_line, &item.id);
                 match (&item.kind, own) {
                     // The rollout's own item: a message, or a call's output.
-                    (_, Some(p)) if matches!(p.get("type").and_then(Value::as_str), Some("message" | "agent_message"))
-                        || is_output(p) =>
+                    (_, Some(p))
+                        if matches!(p.get("type").and_then(Value::as_str), Some("message" | "agent_message"))
+                            || is_output(p) =>
                     {
                         history.push(p.clone());
                     }
@@ -59,7 +60,9 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
                 }
             }
             Step::Injected(_, text) => {
-                history.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}));
+                history.push(
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}),
+                );
             }
         }
     }

@@ -7,8 +7,8 @@ mod text;
 
 pub use event::Event;
 
-pub use reader::parse;
 pub(crate) use reader::link_results;
+pub use reader::parse;
 pub use text::{item_text, item_text_for_preview};
 
 use rustc_hash::FxHashMap as HashMap;

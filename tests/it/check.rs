@@ -71,7 +71,10 @@ fn check_for_ci_colour_json_subsets_and_args_files() {
 
     // --color always colours a diff going into a log; never and NO_COLOR (under auto) do not.
     let colored = stdout(&run(&["check", d, "--color", "always"]));
-    assert!(colored.contains("\x1b[31m-- src/other.rs\x1b[0m") && colored.contains("\x1b[32m+- src/range.rs"), "{colored}");
+    assert!(
+        colored.contains("\x1b[31m-- src/other.rs\x1b[0m") && colored.contains("\x1b[32m+- src/range.rs"),
+        "{colored}"
+    );
     assert!(!stdout(&run(&["check", d, "--color=never"])).contains("\x1b["));
     let o = cmd().args(["check", d, "--color", "auto"]).env("NO_COLOR", "1").output().unwrap();
     assert!(!stdout(&o).contains("\x1b["));

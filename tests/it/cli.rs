@@ -115,11 +115,7 @@ fn decide_groups_long_transcripts_into_forty_rows() {
     assert_eq!(rows.len(), 40, "{out}");
     // Bucket labels are ordinals, never cut.
     assert!(rows[0].trim_start().starts_with("1..2 ") || rows[0].trim_start().starts_with("1..3 "), "{}", rows[0]);
-    assert!(
-        rows[39].trim_start().starts_with("98..100 ") && rows[39].ends_with(" 100000  >= trigger"),
-        "{}",
-        rows[39]
-    );
+    assert!(rows[39].trim_start().starts_with("98..100 ") && rows[39].ends_with(" 100000  >= trigger"), "{}", rows[39]);
     // `--json` has every turn, unbucketed.
     let d: serde_json::Value = serde_json::from_slice(&run(&["decide", "--json", path_str(&path)]).stdout).unwrap();
     let turns = d["turns"].as_array().unwrap();

@@ -64,7 +64,10 @@ fn a_compressed_dataset_streams() {
 
 #[test]
 fn decompression_is_bounded_and_a_cut_stream_is_bad_input() {
-    let line = format!("{{\"type\":\"message\",\"id\":\"m\",\"turn\":\"t\",\"role\":\"user\",\"content\":\"{}\"}}\n", "x".repeat(1 << 20));
+    let line = format!(
+        "{{\"type\":\"message\",\"id\":\"m\",\"turn\":\"t\",\"role\":\"user\",\"content\":\"{}\"}}\n",
+        "x".repeat(1 << 20)
+    );
     let bomb = gzip(line.repeat(40).as_bytes()); // 40 MB in a few hundred KB
     let (_d, path) = crate::support::temp_file("bomb.jsonl.gz", &bomb);
     let o = cmd().env("RIVUMI_MAX_INPUT_BYTES", "10000000").args(["run", path_str(&path)]).output().unwrap();

@@ -55,13 +55,15 @@ fn an_openhands_evaluation_output_is_a_dataset_of_instances() {
     let (input, out) = (std::fs::read_to_string(EVAL).unwrap(), stdout(&o));
     assert_eq!(input.lines().count(), out.lines().count(), "one line per instance, in order");
     for (i, o) in input.lines().zip(out.lines()) {
-        let (i, o): (serde_json::Value, serde_json::Value) = (serde_json::from_str(i).unwrap(), serde_json::from_str(o).unwrap());
+        let (i, o): (serde_json::Value, serde_json::Value) =
+            (serde_json::from_str(i).unwrap(), serde_json::from_str(o).unwrap());
         assert_eq!(i["instance_id"], o["instance_id"]);
         assert_eq!(i["test_result"], o["test_result"], "fields other than history are kept");
         let injected: Vec<&str> =
             o["history"].as_array().unwrap().iter().filter_map(|e| e["rivumi"].as_str()).collect();
         assert_eq!(injected, ["history_summary_fallback", "pressure_reminder", "reanchor"]);
-        let kept: Vec<&serde_json::Value> = o["history"].as_array().unwrap().iter().filter(|e| e.get("rivumi").is_none()).collect();
+        let kept: Vec<&serde_json::Value> =
+            o["history"].as_array().unwrap().iter().filter(|e| e.get("rivumi").is_none()).collect();
         assert!(kept.iter().all(|e| i["history"].as_array().unwrap().contains(e)), "kept events are unchanged");
     }
     assert!(stderr(&o).ends_with("2 line(s): 2 compacted, 0 unchanged, 0 bad\n"), "{}", stderr(&o));
@@ -79,7 +81,8 @@ fn decide_and_validate_read_every_row_or_the_one_named() {
     assert!(rows[1].starts_with(&format!("{DATA}:2: ")), "{}", rows[1]);
     assert!(stderr(&o).contains(&format!("{DATA}:3:46: EOF while parsing a string")), "{}", stderr(&o));
     let json = stdout(&run(&["decide", DATA, "--json", "--max-total-tokens", "300"]));
-    let lines: Vec<u64> = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
+    let lines: Vec<u64> =
+        json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
     assert_eq!(lines, [1, 2, 4]);
     let one = run(&["decide", DATA, "--line", "1", "--json", "--max-total-tokens", "300"]);
     assert!(one.status.success(), "{}", stderr(&one));
@@ -105,7 +108,10 @@ fn validate_names_the_message_of_a_row() {
     let o = cmd().args(["validate", "-"]).write_stdin(format!("{row}\n{row}\n")).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
-    assert!(out.contains("-:1: result_without_call: message 1: ") && out.contains("-:2: result_without_call: message 1: "), "{out}");
+    assert!(
+        out.contains("-:1: result_without_call: message 1: ") && out.contains("-:2: result_without_call: message 1: "),
+        "{out}"
+    );
     assert!(out.ends_with("2 violation(s) in 2 transcript(s)\n"), "{out}");
 }
 
@@ -152,7 +158,11 @@ fn every_agents_logs_become_training_lines() {
         let injected = check_chat_line(out.trim_end());
         assert!(injected.contains(&"rivumi-reanchor".to_string()), "{f}: {injected:?}");
         // A second run over that output, with the same flags, changes nothing.
-        let again = cmd().args(["run", "-", "--runtime", "agent-runner", "--max-total-tokens", "2000"]).write_stdin(out.clone()).output().unwrap();
+        let again = cmd()
+            .args(["run", "-", "--runtime", "agent-runner", "--max-total-tokens", "2000"])
+            .write_stdin(out.clone())
+            .output()
+            .unwrap();
         assert_eq!(stdout(&again), out, "{f}");
     }
 }
@@ -163,8 +173,10 @@ fn a_folder_of_sessions_is_one_line_each_in_input_order() {
     let dir = "../shared/realdata/claude-code";
     let o = run(&["run", dir, "--output-format", "openai"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut names: Vec<String> = std::fs::read_dir(crate::support::root().join(dir)).unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(crate::support::root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     assert_eq!(lines.len(), names.len());

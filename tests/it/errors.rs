@@ -33,7 +33,10 @@ fn record_without_type() {
     bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");
     // Detected from this record: the one message also names the formats tried.
     bad(b"\n{\"id\":\"x\"}\n", "bad.jsonl:2:1: expected a \"type\" field in the record; no input format fits this file (tried openhands, swe-agent, codex, claude-code, openai, rivumi");
-    bad(b"{\n  \"a\": 1\n}\n", "bad.jsonl:1:1: a JSON document without `history` or `trajectory`: no input format fits");
+    bad(
+        b"{\n  \"a\": 1\n}\n",
+        "bad.jsonl:1:1: a JSON document without `history` or `trajectory`: no input format fits",
+    );
 }
 
 #[test]

@@ -2,8 +2,8 @@
 
 mod batch;
 mod check;
-mod compressed;
 mod cli;
+mod compressed;
 mod dataset;
 mod docs;
 mod errors;

@@ -43,7 +43,8 @@ fn check_fidelity(rows: &[Value], line: usize, pre: u64, tolerance: f64) -> (u64
     let p = &rows[at];
     assert_eq!(p["recorded"]["pre_tokens"].as_u64(), Some(pre), "{p}");
     let segment_start = rows[..at].iter().rposition(|r| !r["recorded"].is_null()).map_or(0, |k| k + 1);
-    let fired = rows[segment_start..=at].iter().find(|r| r["fired"] == true).expect("replay fires before the compaction");
+    let fired =
+        rows[segment_start..=at].iter().find(|r| r["fired"] == true).expect("replay fires before the compaction");
     let (call, fired_call) = (p["call"].as_u64().unwrap(), fired["call"].as_u64().unwrap());
     assert!(fired_call == call || fired_call + 1 == call, "fired at call {fired_call}, compacted after {call}");
     let used = p["used"].as_u64().unwrap();
@@ -71,8 +72,10 @@ fn claude_code_profile_fires_where_real_sessions_compacted() {
         for (line, trigger, pre) in recorded.iter().filter(|r| r.1 == "auto") {
             // One tool result after the last usage: the tighter bound applies.
             let (pre, used, call) = check_fidelity(&rows, *line, *pre, 0.005);
-            eprintln!("{}: {trigger} compaction at line {line}: preTokens {pre}, replayed {used}, fired at call {call}",
-                f.file_name().unwrap().to_string_lossy());
+            eprintln!(
+                "{}: {trigger} compaction at line {line}: preTokens {pre}, replayed {used}, fired at call {call}",
+                f.file_name().unwrap().to_string_lossy()
+            );
             checked += 1;
         }
     }
@@ -86,16 +89,25 @@ fn codex_profile_fires_where_the_rollout_compacted() {
     let text = std::fs::read_to_string(root().join(CODEX)).unwrap();
     let line = text.lines().position(|l| l.contains("\"type\":\"compacted\"")).unwrap() + 1;
     // Codex records no figure: the latest call's total_tokens before it is the recorded one.
-    let total_before = text.lines().take(line).filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let total_before = text
+        .lines()
+        .take(line)
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["payload"]["info"]["last_token_usage"]["total_tokens"].as_u64())
-        .filter(|&t| t > 0).last().unwrap();
+        .filter(|&t| t > 0)
+        .last()
+        .unwrap();
     let (pre, used, call) = check_fidelity(&rows, line, total_before, 0.005);
     eprintln!("codex rollout: compacted at line {line}: recorded {pre}, replayed {used}, fired at call {call}");
     assert_eq!(rows[0]["fires_at"], 244_800, "90% of the model window 272,000 (258,400 recorded = 95%)");
     assert_eq!(summary["line"], Value::Null);
     assert_eq!((summary["recorded_auto"].as_u64(), summary["predicted_within_one_call"].as_u64()), (Some(1), Some(1)));
     let o = run(&["replay", "--profile", "codex", CODEX]);
-    assert!(stdout(&o).ends_with("recorded 1 auto compaction, predicted within one model call: 1/1\n"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("recorded 1 auto compaction, predicted within one model call: 1/1\n"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -107,7 +119,10 @@ fn a_manual_compaction_is_reported_as_manual_never_as_a_miss() {
     assert_eq!(rec[0]["fired"], false, "149,633 is under 167,000: no firing");
     assert_eq!((summary["recorded_auto"].as_u64(), summary["recorded_manual"].as_u64()), (Some(0), Some(1)));
     let text = stdout(&run(&["replay", "--profile", "claude-code", MANUAL]));
-    assert!(text.ends_with("recorded 0 auto compactions (and 1 manual), predicted within one model call: 0/0\n"), "{text}");
+    assert!(
+        text.ends_with("recorded 0 auto compactions (and 1 manual), predicted within one model call: 0/0\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -133,9 +148,12 @@ fn json_points_name_input_lines_calls_and_turns() {
 #[test]
 fn codex_rollout_usage_is_counted_once_per_model_call() {
     let text = std::fs::read_to_string(root().join(CODEX)).unwrap();
-    let last_total = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let last_total = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["payload"]["info"]["total_token_usage"]["total_tokens"].as_u64())
-        .next_back().unwrap();
+        .next_back()
+        .unwrap();
     let o = run(&["decide", "--json", "--runtime", "agent-runner", "--max-total-tokens", "100000000", CODEX]);
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["used"].as_u64(), Some(last_total), "the rollout's final total_token_usage");
@@ -146,7 +164,11 @@ fn codex_rollout_usage_is_counted_once_per_model_call() {
     assert_eq!(by_id("L3")["turn"], "t1", "a user message before its turn_context joins that turn");
     let restated = by_id("L26.1");
     assert_eq!(restated["usage"]["output_tokens"], 0, "no usage on a restated item: {restated}");
-    assert_eq!(by_id("L29")["usage"]["cache_read_tokens"], 19_000, "the zero count after the compaction replaced nothing");
+    assert_eq!(
+        by_id("L29")["usage"]["cache_read_tokens"],
+        19_000,
+        "the zero count after the compaction replaced nothing"
+    );
     assert!(records.iter().any(|r| r["name"] == "files_changed" && r["paths"][0] == "/work/app/src/lexer.rs"));
 }
 
@@ -168,7 +190,10 @@ fn profiles_are_a_layer_under_session_file_and_flags() {
 fn the_rivumi_profile_evaluates_a_conversation_at_completed_turns() {
     let case = "testdata/cases/conversation-lifecycle-completed/input.jsonl";
     let (rows, summary) = replay(&[case]);
-    assert_eq!((summary["profile"].as_str(), summary["evaluate_at"].as_str()), (Some("rivumi"), Some("completed-turns")));
+    assert_eq!(
+        (summary["profile"].as_str(), summary["evaluate_at"].as_str()),
+        (Some("rivumi"), Some("completed-turns"))
+    );
     let text = std::fs::read_to_string(root().join(case)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     for r in rows.iter().filter(|r| r["recorded"].is_null()) {
@@ -184,7 +209,16 @@ fn out_dir_holds_the_context_at_each_firing_and_svg_draws_it() {
     let session = root().join("../shared/realdata/claude-code/session-258c7280.jsonl");
     let dir = tempfile::tempdir().unwrap();
     let (out, svg) = (dir.path().join("firings"), dir.path().join("replay.svg"));
-    let written = run(&["replay", "--profile", "claude-code", path_str(&session), "--out-dir", path_str(&out), "--svg", path_str(&svg)]);
+    let written = run(&[
+        "replay",
+        "--profile",
+        "claude-code",
+        path_str(&session),
+        "--out-dir",
+        path_str(&out),
+        "--svg",
+        path_str(&svg),
+    ]);
     assert!(written.status.success(), "{}", stderr(&written));
     let (rows, _) = replay(&["--profile", "claude-code", path_str(&session)]);
     let firings: Vec<u64> = rows.iter().filter(|r| r["fired"] == true).map(|r| r["call"].as_u64().unwrap()).collect();
@@ -242,7 +276,10 @@ fn a_file_no_format_fits_names_the_formats_tried() {
     let o = run(&["replay", path_str(&path)]);
     assert_eq!(o.status.code(), Some(3));
     let e = stderr(&o);
-    assert!(e.contains("chat.jsonl:1:1:") && e.contains("tried openhands, swe-agent, codex, claude-code, openai, rivumi"), "{e}");
+    assert!(
+        e.contains("chat.jsonl:1:1:") && e.contains("tried openhands, swe-agent, codex, claude-code, openai, rivumi"),
+        "{e}"
+    );
     assert!(e.contains("--input-format") && e.lines().count() == 1, "{e}");
 }
 

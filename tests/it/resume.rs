@@ -115,14 +115,26 @@ fn claude_session(turns: usize) -> Vec<u8> {
     };
     for t in 0..turns {
         let filler = "let x = compute(); // filler\n".repeat(40);
-        push(serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("Task step {t}: fix module {t}.")}}), &format!("u{t}"));
-        push(serde_json::json!({"type": "assistant", "message": {"id": format!("msg{t}"), "role": "assistant", "model": "claude-x",
+        push(
+            serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("Task step {t}: fix module {t}.")}}),
+            &format!("u{t}"),
+        );
+        push(
+            serde_json::json!({"type": "assistant", "message": {"id": format!("msg{t}"), "role": "assistant", "model": "claude-x",
             "content": [{"type": "tool_use", "id": format!("tu{t}"), "name": "Read", "input": {"file_path": format!("/p/src/m{t}.rs")}}],
-            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000 * (t as u64 + 1), "output_tokens": 50}}}), &format!("a{t}"));
-        push(serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("tu{t}"), "content": filler}]}}), &format!("r{t}"));
-        push(serde_json::json!({"type": "assistant", "message": {"id": format!("msg{t}b"), "role": "assistant", "model": "claude-x",
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000 * (t as u64 + 1), "output_tokens": 50}}}),
+            &format!("a{t}"),
+        );
+        push(
+            serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("tu{t}"), "content": filler}]}}),
+            &format!("r{t}"),
+        );
+        push(
+            serde_json::json!({"type": "assistant", "message": {"id": format!("msg{t}b"), "role": "assistant", "model": "claude-x",
             "content": [{"type": "text", "text": format!("Module {t} is fixed.")}],
-            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000 * (t as u64 + 1) + 500, "output_tokens": 20}}}), &format!("f{t}"));
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000 * (t as u64 + 1) + 500, "output_tokens": 20}}}),
+            &format!("f{t}"),
+        );
     }
     out.into_bytes()
 }
@@ -179,9 +191,13 @@ fn check_codex(input: &[u8], out: &[u8]) -> Vec<Value> {
     assert_eq!(new[1]["payload"]["type"], "context_compacted");
     let history = new[0]["payload"]["replacement_history"].as_array().unwrap().clone();
     assert!(new[0]["payload"]["message"].as_str().unwrap().starts_with("[rivumi] History summary fallback."));
-    let calls: Vec<&str> = history.iter().filter(|h| h["type"] == "function_call").filter_map(|h| h["call_id"].as_str()).collect();
+    let calls: Vec<&str> =
+        history.iter().filter(|h| h["type"] == "function_call").filter_map(|h| h["call_id"].as_str()).collect();
     for c in calls {
-        assert!(history.iter().any(|h| h["type"] == "function_call_output" && h["call_id"] == c), "call {c} has its output");
+        assert!(
+            history.iter().any(|h| h["type"] == "function_call_output" && h["call_id"] == c),
+            "call {c} has its output"
+        );
     }
     history
 }
