@@ -77,11 +77,12 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
         let synthetic = if role.is_some() { synthetic } else { None };
         items.push(Item {
             record: k,
-            id: Cow::Owned(format!("m{k}")),
-            turn: Some(Cow::Owned(format!("t{turn}"))),
+            id: label('m', k),
+            turn: Some(label('t', turn)),
             synthetic,
             kind,
-            text_bytes: m.content.map_or(0, |c| c.0),
+            text_bytes: m.content.as_ref().map_or(0, |c| c.0),
+            content: m.content.map(|c| c.1),
             summarized_usage: None,
             occupancy_after: None,
             call_item: None,
@@ -89,6 +90,22 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
         records.push(Record { span: span.clone(), line: line_no, kind: RecordKind::Item(k) });
     }
     Some((Transcript::from_parts(line.as_bytes(), records, items), spans))
+}
+
+/// `m<k>` / `t<k>`, the ids and turns the canonical path gives a line's messages: the
+/// first few thousand made once for the process (no allocation per message).
+fn label(prefix: char, k: usize) -> Cow<'static, str> {
+    const CACHED: usize = 4096;
+    static LABELS: std::sync::OnceLock<[Vec<String>; 2]> = std::sync::OnceLock::new();
+    let labels = LABELS.get_or_init(|| {
+        let make = |p: char| (0..CACHED).map(|k| format!("{p}{k}")).collect();
+        [make('m'), make('t')]
+    });
+    match (prefix, labels) {
+        ('m', [m, _]) if k < CACHED => Cow::Borrowed(m[k].as_str()),
+        ('t', [_, t]) if k < CACHED => Cow::Borrowed(t[k].as_str()),
+        _ => Cow::Owned(format!("{prefix}{k}")),
+    }
 }
 
 /// Arguments as the canonical path writes them: a JSON string holding JSON is that
@@ -132,8 +149,8 @@ struct Line<'a> {
 struct Message<'a> {
     #[serde(borrow, default)]
     role: Option<Cow<'a, str>>,
-    #[serde(default)]
-    content: Option<ChatText>,
+    #[serde(borrow, default)]
+    content: Option<ChatText<'a>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<ChatCall<'a>>>,
     #[serde(borrow, default)]
@@ -167,17 +184,18 @@ struct ChatFunction<'a> {
 
 /// The UTF-8 length of the text the canonical path makes of `content`: a string, the
 /// text blocks joined by newlines, an object's `text`; anything else is empty.
-struct ChatText(u64);
+/// The raw JSON of the value is kept beside the length (for previews).
+struct ChatText<'a>(u64, &'a str);
 
-impl<'de> Deserialize<'de> for ChatText {
+impl<'de: 'a, 'a> Deserialize<'de> for ChatText<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // A string (the common case) is measured from its escapes, without decoding it.
         let raw = <&'de RawValue>::deserialize(d)?.get();
         if raw.starts_with('"') {
-            return decoded_len(raw).map(ChatText).ok_or_else(|| de::Error::custom("invalid \\u escape"));
+            return decoded_len(raw).map(|n| ChatText(n, raw)).ok_or_else(|| de::Error::custom("invalid \\u escape"));
         }
         let mut inner = serde_json::Deserializer::from_str(raw);
-        inner.deserialize_any(ChatTextVisitor).map_err(de::Error::custom)
+        inner.deserialize_any(ChatTextVisitor).map(|n| ChatText(n, raw)).map_err(de::Error::custom)
     }
 }
 
@@ -229,29 +247,29 @@ fn decoded_len(raw: &str) -> Option<u64> {
 struct ChatTextVisitor;
 
 impl<'de> Visitor<'de> for ChatTextVisitor {
-    type Value = ChatText;
+    type Value = u64;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("message content")
     }
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<ChatText, E> {
-        Ok(ChatText(s.len() as u64))
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
+        Ok(s.len() as u64)
     }
-    fn visit_unit<E: de::Error>(self) -> Result<ChatText, E> {
-        Ok(ChatText(0))
+    fn visit_unit<E: de::Error>(self) -> Result<u64, E> {
+        Ok(0)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ChatText, E> {
-        Ok(ChatText(0))
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<u64, E> {
+        Ok(0)
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ChatText, E> {
-        Ok(ChatText(0))
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<u64, E> {
+        Ok(0)
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ChatText, E> {
-        Ok(ChatText(0))
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<u64, E> {
+        Ok(0)
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ChatText, E> {
-        Ok(ChatText(0))
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<u64, E> {
+        Ok(0)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ChatText, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
         let (mut bytes, mut texts) = (0u64, 0u64);
         while let Some(block) = seq.next_element::<BlockText>()? {
             if let Some(n) = block.0 {
@@ -259,11 +277,11 @@ impl<'de> Visitor<'de> for ChatTextVisitor {
                 texts += 1;
             }
         }
-        Ok(ChatText(bytes + texts.saturating_sub(1)))
+        Ok(bytes + texts.saturating_sub(1))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ChatText, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<u64, A::Error> {
         let block = BlockTextVisitor.visit_map(map)?;
-        Ok(ChatText(block.0.unwrap_or(0)))
+        Ok(block.0.unwrap_or(0))
     }
 }
 

@@ -32,8 +32,18 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
     let mut i = 0;
     while i < b.len() {
         if b[i].is_ascii_graphic() {
-            // The common case: a run of printable ASCII is copied as it is.
-            let run = b[i..].iter().position(|c| !c.is_ascii_graphic()).unwrap_or(b.len() - i);
+            // The common case: printable ASCII with single spaces between words is
+            // already folded, and is copied as it is (a run never ends on a space).
+            let mut run = 0;
+            while let Some(&c) = b.get(i + run) {
+                if c.is_ascii_graphic() {
+                    run += 1;
+                } else if c == b' ' && b.get(i + run + 1).is_some_and(u8::is_ascii_graphic) {
+                    run += 2;
+                } else {
+                    break;
+                }
+            }
             if space {
                 if count == max {
                     out.push('…');

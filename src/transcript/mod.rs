@@ -179,6 +179,9 @@ pub struct Item<'a> {
     pub kind: ItemKind<'a>,
     /// UTF-8 bytes of the text content (SPEC 1 "Estimated tokens").
     pub text_bytes: u64,
+    /// The `content` value as the JSON it is in the source, when the reader kept it
+    /// (the dataset view does); otherwise it is found again in the record's line.
+    pub content: Option<&'a str>,
     /// Summary fields of an earlier fallback, kept for cumulative usage.
     pub summarized_usage: Option<Usage>,
     /// A checkpoint's `occupancy_after`: the base occupancy after it.

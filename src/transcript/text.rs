@@ -8,12 +8,6 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 #[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
 struct WithContent<'a> {
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
@@ -21,20 +15,21 @@ struct WithContent<'a> {
 
 /// The item's `content` as the JSON it is in the record.
 fn raw_content<'a>(t: &Transcript<'a>, item: usize) -> Option<&'a str> {
+    if let Some(raw) = t.items[item].content {
+        return Some(raw);
+    }
     let line = t.line_text(t.items[item].record);
     serde_json::from_str::<WithContent<'a>>(line).ok()?.content.map(RawValue::get)
 }
 
-/// The text of a `content` value: the string, or its text blocks joined by newlines;
-/// empty for anything else.
+/// The text of a `content` value: the string; for blocks (or a chat message's single
+/// part, which the dataset view keeps raw) what the importers make of them (the
+/// blocks' texts joined by newlines); empty for anything else.
 fn decode(raw: &str) -> String {
-    match raw.as_bytes().first() {
-        Some(b'"') => serde_json::from_str::<Cow<'_, str>>(raw).map(Cow::into_owned).unwrap_or_default(),
-        Some(b'[') => serde_json::from_str::<Vec<Block<'_>>>(raw)
-            .map(|blocks| blocks.iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default(),
-        _ => String::new(),
+    if raw.starts_with('"') {
+        return serde_json::from_str::<Cow<'_, str>>(raw).map(Cow::into_owned).unwrap_or_default();
     }
+    serde_json::from_str::<serde_json::Value>(raw).map(|v| crate::formats::common::text_of(&v)).unwrap_or_default()
 }
 
 /// The text content of an item: the string, or its text blocks joined by newlines.

@@ -124,6 +124,11 @@ fn chat_line() -> impl Strategy<Value = String> {
             .map(|t| serde_json::json!({"type": "text", "text": t}))
             .collect::<Vec<_>>())),
         Just(serde_json::Value::Null),
+        // One part as an object, parts that are not text, and texts long enough that
+        // a preview decodes only a prefix of them.
+        text.prop_map(|t| serde_json::json!({"type": "text", "text": t})),
+        text.prop_map(|t| serde_json::json!([{"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": t}, "odd"])),
+        (text, 20usize..60).prop_map(|(t, n)| serde_json::json!(format!("{t} word\n").repeat(n))),
     ];
     let args = prop_oneof![
         Just(serde_json::json!("{\"command\": \"pytest -q\", \"path\": \"src/a.py\"}")),
