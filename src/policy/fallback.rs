@@ -64,8 +64,10 @@ pub(super) fn summary_text(t: &Transcript<'_>, items: &[usize], cfg: &Config) ->
     let s = &cfg.summary;
     let shown = items.len().min(s.max_items);
     let older = items.len() - shown;
-    let entries: Vec<SummaryEntry> = items[older..].iter().map(|&i| summary_entry(t, i, s.preview_chars)).collect();
-    render::build_history_summary_fallback_message(&entries, older, s.preview_chars, s.max_items, s.max_chars)
+    let items = &items[older..];
+    render::build_from(items.len(), older, s.preview_chars, s.max_items, s.max_chars, &|k| {
+        summary_entry(t, items[k], s.preview_chars)
+    })
 }
 
 /// One summary line's data; a text is decoded only as far as its preview needs.

@@ -25,7 +25,8 @@ pub(super) fn with_id(
     obj.insert("synthetic".into(), json!(kind.as_str()));
     obj.extend(own);
     obj.insert("content".into(), json!(content));
-    Value::Object(obj).to_string()
+    // Straight into a buffer (`Display` would go through the formatter byte by byte).
+    serde_json::to_string(&Value::Object(obj)).expect("a JSON object serializes")
 }
 
 /// The re-anchor record and its text, for either path.

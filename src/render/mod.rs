@@ -4,7 +4,7 @@ mod reanchor;
 mod summary;
 
 pub use reanchor::{render_reanchor, ReanchorFacts};
-pub use summary::{build_history_summary_fallback_message, SummaryEntry, SUMMARY_HEADER};
+pub use summary::{build_from, build_history_summary_fallback_message, SummaryEntry, SUMMARY_HEADER};
 
 /// Escapes control characters (`\u{1b}` style) so transcript text cannot drive a terminal.
 pub fn escape_controls(s: &str) -> String {

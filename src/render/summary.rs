@@ -25,19 +25,45 @@ pub fn build_history_summary_fallback_message(
     max_items: usize,
     max_chars: usize,
 ) -> String {
-    let first_shown = entries.len().saturating_sub(max_items);
-    let lines: Vec<String> = entries[first_shown..].iter().map(|e| line(e, preview_chars)).collect();
-    // Characters from line k to the end (each with its newline): the first k that fits
-    // is found without assembling the text again for each line dropped.
-    let mut tail = vec![0usize; lines.len() + 1];
-    for k in (0..lines.len()).rev() {
-        tail[k] = tail[k + 1] + lines[k].chars().count() + 1;
-    }
+    build_from(entries.len(), older, preview_chars, max_items, max_chars, &|k| entries[k].clone())
+}
+
+/// [`build_history_summary_fallback_message`] over `count` entries made on demand by
+/// `entry`, newest first: an entry whose line would be dropped anyway is never made.
+pub fn build_from(
+    count: usize,
+    older: usize,
+    preview_chars: usize,
+    max_items: usize,
+    max_chars: usize,
+    entry: &dyn Fn(usize) -> SummaryEntry,
+) -> String {
+    let first_shown = count.saturating_sub(max_items);
     let header = SUMMARY_HEADER.chars().count() + 1;
-    let dropped = (0..lines.len())
-        .find(|&k| header + omitted_line(older + first_shown + k).chars().count() + tail[k] <= max_chars)
-        .unwrap_or(lines.len());
-    assemble(&lines[dropped..], older + first_shown + dropped)
+    // Lines from the newest back, while the newer ones alone still fit: an older line
+    // than that can never be shown (dropping oldest first, the newer lines all stay).
+    let mut newest_first: Vec<String> = Vec::new();
+    let mut tail = 0;
+    for k in (first_shown..count).rev() {
+        let l = line(&entry(k), preview_chars);
+        let n = l.chars().count() + 1;
+        if header + tail + n > max_chars {
+            break;
+        }
+        tail += n;
+        newest_first.push(l);
+    }
+    // The fewest oldest lines dropped that make the text fit, the count of what is not
+    // shown included (all of them when nothing fits).
+    let mut dropped = count - first_shown - newest_first.len();
+    let mut lines: Vec<String> = newest_first.into_iter().rev().collect();
+    let mut rest = tail;
+    while !lines.is_empty() && header + omitted_line(older + first_shown + dropped).chars().count() + rest > max_chars {
+        rest -= lines[0].chars().count() + 1;
+        lines.remove(0);
+        dropped += 1;
+    }
+    assemble(&lines, older + first_shown + dropped)
 }
 
 /// The line that counts what is not shown (empty when nothing is left out).

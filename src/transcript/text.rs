@@ -61,6 +61,12 @@ fn string_prefix(raw: &str, bytes: usize) -> Option<String> {
     }
     let mut i = 1;
     while i < bytes {
+        // Straight to the next escape or quote: the bytes between are taken whole.
+        let Some(k) = memchr::memchr2(b'\\', b'"', &b[i..bytes]) else {
+            i = bytes;
+            break;
+        };
+        i += k;
         match b[i] {
             // \uXXXX, and its low surrogate when it is the first half of a pair
             b'\\' if b.get(i + 1) == Some(&b'u') => {
@@ -70,8 +76,7 @@ fn string_prefix(raw: &str, bytes: usize) -> Option<String> {
                 }
             }
             b'\\' => i += 2,
-            b'"' => return None,
-            _ => i += 1,
+            _ => return None, // the closing quote: the string is short
         }
     }
     while i < b.len() && !raw.is_char_boundary(i) {
