@@ -4,7 +4,7 @@ mod reanchor;
 mod summary;
 
 pub use reanchor::{render_reanchor, ReanchorFacts};
-pub use summary::{build_from, build_history_summary_fallback_message, SummaryEntry, SUMMARY_HEADER};
+pub use summary::{build_from, build_history_summary_fallback_message, EntryText, SummaryEntry, SUMMARY_HEADER};
 
 /// Escapes control characters (`\u{1b}` style) so transcript text cannot drive a terminal.
 pub fn escape_controls(s: &str) -> String {
@@ -18,9 +18,10 @@ pub fn preview(s: &str, max: usize) -> String {
     preview_cut(s, max).0
 }
 
-/// Whether `preview(s, max)` was cut (what follows `s` cannot change that preview).
-pub fn preview_is_cut(s: &str, max: usize) -> bool {
-    preview_cut(s, max).1
+/// `preview(s, max)` when it was cut (so that what follows `s` cannot change it).
+pub fn preview_if_cut(s: &str, max: usize) -> Option<String> {
+    let (shown, cut) = preview_cut(s, max);
+    cut.then_some(shown)
 }
 
 /// The preview, and whether it was cut.

@@ -11,8 +11,37 @@ not a faithful record: trust the current repository state and the retained recen
 /// One summarized item, as the renderer needs it.
 #[derive(Debug, Clone)]
 pub enum SummaryEntry {
-    Message { role: &'static str, text: String, calls: Vec<(String, String)> },
-    Result { tool: String, failed: bool, text: String },
+    Message { role: &'static str, text: EntryText, calls: Vec<(String, String)> },
+    Result { tool: String, failed: bool, text: EntryText },
+}
+
+/// An entry's text: whole, or already made into its preview by the caller (at the
+/// renderer's `preview_chars`), which then is shown as it is.
+#[derive(Debug, Clone)]
+pub enum EntryText {
+    Full(String),
+    Preview(String),
+}
+
+impl EntryText {
+    fn preview(&self, n: usize) -> std::borrow::Cow<'_, str> {
+        match self {
+            EntryText::Full(t) => preview(t, n).into(),
+            EntryText::Preview(p) => p.as_str().into(),
+        }
+    }
+
+    fn is_blank(&self) -> bool {
+        match self {
+            EntryText::Full(t) | EntryText::Preview(t) => t.trim().is_empty(),
+        }
+    }
+}
+
+impl From<String> for EntryText {
+    fn from(text: String) -> EntryText {
+        EntryText::Full(text)
+    }
 }
 
 /// Renders the summary: header, then one line per item (newest `max_items` at most,
@@ -90,9 +119,9 @@ fn line(entry: &SummaryEntry, n: usize) -> String {
     match entry {
         SummaryEntry::Message { role, text, calls } => {
             let mut l = format!("- {role}:");
-            if !text.trim().is_empty() {
+            if !text.is_blank() {
                 l.push(' ');
-                l.push_str(&preview(text, n));
+                l.push_str(&text.preview(n));
             }
             for (name, args) in calls {
                 l.push_str(&format!(" [call {}({})]", preview(name, n), preview(args, n)));
@@ -101,7 +130,7 @@ fn line(entry: &SummaryEntry, n: usize) -> String {
         }
         SummaryEntry::Result { tool, failed, text } => {
             let state = if *failed { "error" } else { "ok" };
-            format!("- result of {} ({state}): {}", preview(tool, n), preview(text, n))
+            format!("- result of {} ({state}): {}", preview(tool, n), text.preview(n))
         }
     }
 }
@@ -136,9 +165,9 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(k, t)| if k % 2 == 0 {
-                    SummaryEntry::Message { role: "user", text: t.clone(), calls: vec![] }
+                    SummaryEntry::Message { role: "user", text: t.clone().into(), calls: vec![] }
                 } else {
-                    SummaryEntry::Result { tool: "bash".into(), failed: k % 3 == 0, text: t.clone() }
+                    SummaryEntry::Result { tool: "bash".into(), failed: k % 3 == 0, text: t.clone().into() }
                 })
                 .collect();
             prop_assert_eq!(

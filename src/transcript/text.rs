@@ -37,19 +37,21 @@ pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
     raw_content(t, item).map(decode).unwrap_or_default()
 }
 
-/// A text whose `render::preview(_, max)` equals that of [`item_text`]: for a long
-/// string content, only a prefix is decoded, and it is used only when its preview
-/// already reaches the cut (so what follows cannot change it); otherwise the whole text.
-pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> String {
-    let Some(raw) = raw_content(t, item) else { return String::new() };
+/// What a summary line shows of an item: `render::preview(item_text, max)`. For a long
+/// string content only a prefix is decoded, and its preview is used only when it
+/// already reaches the cut (so what follows cannot change it); otherwise the whole text
+/// is decoded and left for the renderer to preview.
+pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> crate::render::EntryText {
+    use crate::render::EntryText;
+    let Some(raw) = raw_content(t, item) else { return EntryText::Full(String::new()) };
     if let Some(prefix) = string_prefix(raw, max.saturating_mul(3).saturating_add(64)) {
         if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(&prefix) {
-            if crate::render::preview_is_cut(&text, max) {
-                return text.into_owned();
+            if let Some(shown) = crate::render::preview_if_cut(&text, max) {
+                return EntryText::Preview(shown);
             }
         }
     }
-    decode(raw)
+    EntryText::Full(decode(raw))
 }
 
 /// The first `bytes` (or a few more) of a JSON string literal as a literal of its own,
@@ -103,8 +105,8 @@ mod tests {
             if let Some(prefix) = super::string_prefix(&raw, cut) {
                 let text: String = serde_json::from_str(&prefix).unwrap();
                 prop_assert!(s.starts_with(&text));
-                if crate::render::preview_is_cut(&text, max) {
-                    prop_assert_eq!(crate::render::preview(&text, max), crate::render::preview(&s, max));
+                if let Some(shown) = crate::render::preview_if_cut(&text, max) {
+                    prop_assert_eq!(shown, crate::render::preview(&s, max));
                 }
             }
         }
