@@ -4,8 +4,8 @@
 use crate::config::Config;
 use crate::render::ReanchorFacts;
 use crate::transcript::{Item, Transcript};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// Gathers the facts. `used`/`limit` are the decision's figures.
 pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
@@ -100,7 +100,7 @@ fn unwrap_string_args(args: Value) -> Value {
 }
 
 /// Calls (by item and call id) whose result reports failure.
-fn failed_calls<'t>(t: &'t Transcript<'_>) -> std::collections::HashSet<(usize, &'t str)> {
+fn failed_calls<'t>(t: &'t Transcript<'_>) -> HashSet<(usize, &'t str)> {
     t.items.iter().filter(|r| r.failed()).filter_map(|r| Some((r.call_item?, r.result_call_id()?))).collect()
 }
 

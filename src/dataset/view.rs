@@ -36,7 +36,7 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
     let count = parsed.messages.len();
     let mut items = Vec::with_capacity(count);
     let mut records = Vec::with_capacity(count);
-    let mut names: std::collections::HashMap<Cow<'_, str>, Cow<'_, str>> = std::collections::HashMap::new();
+    let mut names: rustc_hash::FxHashMap<Cow<'_, str>, Cow<'_, str>> = rustc_hash::FxHashMap::default();
     let mut turn = 0usize;
     for (k, (m, span)) in parsed.messages.into_iter().zip(&spans.messages).enumerate() {
         let synthetic = m.name.as_deref().and_then(|n| n.strip_prefix(NAME_PREFIX)).map(|s| Cow::Owned(s.to_string()));
@@ -114,7 +114,7 @@ fn arguments(raw: Option<&RawValue>) -> Option<Box<RawValue>> {
     let value = match raw {
         None => Value::Null,
         Some(r) if r.get().starts_with('"') => {
-            let s: Cow<'_, str> = serde_json::from_str(r.get()).ok()?;
+            let s = crate::transcript::unescape_literal(r.get())?;
             serde_json::from_str(&s).unwrap_or_else(|_| Value::String(s.into_owned()))
         }
         Some(r) => serde_json::from_str(r.get()).ok()?,

@@ -9,7 +9,7 @@ pub use event::Event;
 
 pub(crate) use reader::link_results;
 pub use reader::parse;
-pub use text::{item_text, item_text_for_preview};
+pub use text::{item_text, item_text_for_preview, unescape_literal};
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;

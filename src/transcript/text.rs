@@ -27,9 +27,62 @@ fn raw_content<'a>(t: &Transcript<'a>, item: usize) -> Option<&'a str> {
 /// blocks' texts joined by newlines); empty for anything else.
 fn decode(raw: &str) -> String {
     if raw.starts_with('"') {
-        return serde_json::from_str::<Cow<'_, str>>(raw).map(Cow::into_owned).unwrap_or_default();
+        return unescape_literal(raw).map(Cow::into_owned).unwrap_or_default();
     }
     serde_json::from_str::<serde_json::Value>(raw).map(|v| crate::formats::common::text_of(&v)).unwrap_or_default()
+}
+
+/// The value of a JSON string literal that a JSON parser has already checked (a
+/// `RawValue`, or a prefix [`string_prefix`] cut from one): borrowed when it holds no
+/// escape, decoded into one buffer of the right size otherwise (no parser state made
+/// for it). `None` for a surrogate escape that is not half of a pair, as the parser
+/// would refuse it.
+pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
+    let body = raw.strip_prefix('"')?.strip_suffix('"')?;
+    let b = body.as_bytes();
+    let Some(first) = memchr::memchr(b'\\', b) else { return Some(Cow::Borrowed(body)) };
+    let mut out = String::with_capacity(body.len());
+    out.push_str(&body[..first]);
+    let mut i = first;
+    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(body.get(at..at + 4)?, 16).ok() };
+    while i < b.len() {
+        let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
+            out.push_str(&body[i..]);
+            break;
+        };
+        out.push_str(&body[i..i + k]);
+        i += k;
+        let c = match *b.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let cp = hex(i + 2)?;
+                i += 4;
+                match cp {
+                    0xD800..=0xDBFF => {
+                        let low = (b.get(i + 2..i + 4) == Some(b"\\u")).then(|| hex(i + 4)).flatten()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        i += 6;
+                        char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?
+                    }
+                    0xDC00..=0xDFFF => return None,
+                    _ => char::from_u32(cp)?,
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        i += 2;
+    }
+    Some(Cow::Owned(out))
 }
 
 /// The text content of an item: the string, or its text blocks joined by newlines.
@@ -45,7 +98,7 @@ pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> cra
     use crate::render::EntryText;
     let Some(raw) = raw_content(t, item) else { return EntryText::Full(String::new()) };
     if let Some(prefix) = string_prefix(raw, max.saturating_mul(3).saturating_add(64)) {
-        if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(&prefix) {
+        if let Some(text) = unescape_literal(&prefix) {
             if let Some(shown) = crate::render::preview_if_cut(&text, max) {
                 return EntryText::Preview(shown);
             }
@@ -95,7 +148,41 @@ fn string_prefix(raw: &str, bytes: usize) -> Option<String> {
 mod tests {
     use proptest::prelude::*;
 
+    /// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`.
+    fn ascii_literal(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {
+                out.push(c);
+            } else {
+                for u in c.encode_utf16(&mut [0u16; 2]) {
+                    out.push_str(&format!("\\u{u:04X}"));
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn unescaping_refuses_what_the_parser_refuses() {
+        for bad in [r#""\ud83d""#, r#""\ude00""#, r#""\ud83d\u0041""#, r#""\q""#, r#""\u12""#] {
+            assert_eq!(super::unescape_literal(bad), None, "{bad}");
+            assert!(serde_json::from_str::<String>(bad).is_err(), "{bad}");
+        }
+        assert_eq!(super::unescape_literal(r#""a\/b\b\f""#).unwrap(), "a/b\u{8}\u{c}");
+    }
+
     proptest! {
+        /// Unescaping gives what the JSON parser gives, for both ways of writing a string.
+        #[test]
+        fn unescaping_is_what_the_parser_reads(s in "[a-z \"\\\\/\n\t\r\u{1}\u{8}\u{c}é€🙂\u{7ff}\u{ffff}]{0,40}") {
+            let literal = serde_json::to_string(&s).unwrap();
+            let ascii = ascii_literal(&s);
+            prop_assert_eq!(super::unescape_literal(&literal).map(std::borrow::Cow::into_owned), Some(s.clone()));
+            prop_assert_eq!(super::unescape_literal(&ascii).map(std::borrow::Cow::into_owned), Some(s.clone()));
+        }
+
         /// A prefix decoded for a preview gives the preview of the whole text.
         #[test]
         fn a_preview_of_a_prefix_is_the_preview_of_the_text(
