@@ -30,7 +30,7 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
             messages.push(chat_message(injected));
         }
     }
-    messages.extend(plan.appended.iter().map(|a| chat_message(a)));
+    messages.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message(a)));
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("messages".into(), Value::Array(messages));
     Value::Object(out)
@@ -60,9 +60,18 @@ pub fn chat_line(done: &Processed<'_>) -> String {
     format!("{{\"messages\":[{}]}}", messages.join(","))
 }
 
-/// Whether an appended canonical record is a message (not an event).
+/// Whether an appended canonical record is a message (not an event, which has no
+/// place in a chat line). Injected records start with their type.
 fn is_message(record: &str) -> bool {
-    serde_json::from_str::<Value>(record).is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("message"))
+    if let Some(rest) = record.strip_prefix("{\"type\":") {
+        return rest.starts_with("\"message\"");
+    }
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(borrow, rename = "type")]
+        ty: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Typed<'_>>(record).is_ok_and(|t| t.ty.as_deref() == Some("message"))
 }
 
 /// One canonical item as a chat message.
@@ -160,7 +169,7 @@ fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
             push(&mut out, &chat_message_text(injected));
         }
     }
-    for a in &plan.appended {
+    for a in plan.appended.iter().filter(|a| is_message(a)) {
         push(&mut out, &chat_message_text(a));
     }
     out.push(']');
@@ -287,7 +296,7 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
             history.push(openhands_event(injected));
         }
     }
-    history.extend(plan.appended.iter().map(|a| openhands_event(a)));
+    history.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| openhands_event(a)));
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("history".into(), Value::Array(history));
     Value::Object(out)

@@ -9,7 +9,9 @@ pub(super) fn record(kind: Synthetic, turn: Option<&str>, own: Map<String, Value
     with_id(&format!("rivumi:{}", kind.as_str()), kind, turn, own, content)
 }
 
-/// An injected record with its own id (checkpoints are numbered).
+/// An injected record with its own id (checkpoints are numbered). Written field by
+/// field (what a `Map` would give, in the same order), the long content escaped in one
+/// pass.
 pub(super) fn with_id(
     id: &str,
     kind: Synthetic,
@@ -17,16 +19,27 @@ pub(super) fn with_id(
     own: Map<String, Value>,
     content: String,
 ) -> String {
-    let mut obj = Map::new();
-    obj.insert("type".into(), json!("message"));
-    obj.insert("id".into(), json!(id));
-    obj.insert("turn".into(), json!(turn));
-    obj.insert("role".into(), json!("user"));
-    obj.insert("synthetic".into(), json!(kind.as_str()));
-    obj.extend(own);
-    obj.insert("content".into(), json!(content));
-    // Straight into a buffer (`Display` would go through the formatter byte by byte).
-    serde_json::to_string(&Value::Object(obj)).expect("a JSON object serializes")
+    let mut out = String::with_capacity(content.len() + content.len() / 8 + 256);
+    out.push_str("{\"type\":\"message\",\"id\":");
+    crate::render::push_json_str(&mut out, id);
+    out.push_str(",\"turn\":");
+    match turn {
+        Some(t) => crate::render::push_json_str(&mut out, t),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"role\":\"user\",\"synthetic\":");
+    crate::render::push_json_str(&mut out, kind.as_str());
+    for (k, v) in &own {
+        debug_assert!(!["type", "id", "turn", "role", "synthetic", "content"].contains(&k.as_str()), "{k}");
+        out.push(',');
+        crate::render::push_json_str(&mut out, k);
+        out.push(':');
+        out.push_str(&serde_json::to_string(v).expect("a JSON value serializes"));
+    }
+    out.push_str(",\"content\":");
+    crate::render::push_json_str(&mut out, &content);
+    out.push('}');
+    out
 }
 
 /// The re-anchor record and its text, for either path.

@@ -92,6 +92,63 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
     (out, false)
 }
 
+/// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); runs with nothing to
+/// escape are found eight bytes at a time.
+pub fn push_json_str(out: &mut String, s: &str) {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether any byte of the word is below 0x20, a quote or a backslash.
+    let special = |w: u64| {
+        let zero = |x: u64| x.wrapping_sub(LOW) & !x & HIGH;
+        (w.wrapping_sub(LOW * 0x20) & !w & HIGH)
+            | zero(w ^ (LOW * u64::from(b'"')))
+            | zero(w ^ (LOW * u64::from(b'\\')))
+    };
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push('"');
+    let (mut start, mut i) = (0, 0);
+    while i < b.len() {
+        if i + 8 <= b.len() {
+            let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+            if special(w) == 0 {
+                i += 8;
+                continue;
+            }
+        }
+        let c = b[i];
+        let escaped: Option<&str> = match c {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            0..=0x1f => None,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.push_str(&s[start..i]);
+        match escaped {
+            Some(e) => out.push_str(e),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(c >> 4)]));
+                out.push(char::from(HEX[usize::from(c & 0xf)]));
+            }
+        }
+        i += 1;
+        start = i;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
 /// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
 pub fn cut(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
@@ -127,6 +184,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn json_strings_are_escaped_as_serde_json_escapes_them(s in "[a-z \"\\\\/\n\t\r\u{0}-\u{1f}\u{7f}é€🙂]{0,70}") {
+            let mut out = String::new();
+            super::push_json_str(&mut out, &s);
+            prop_assert_eq!(out, serde_json::to_string(&s).unwrap());
+        }
+
         #[test]
         fn preview_is_fold_escape_cut(s in "[a-z~!{}\" \\n\\t\\x0b\\x0c\\r\u{1}\u{1c}\u{7f}\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,80}", max in 0usize..40) {
             prop_assert_eq!(super::preview(&s, max), reference(&s, max));

@@ -207,3 +207,24 @@ fn out_is_written_whole_or_not_at_all() {
     let o = run(&["run", DATA, "--out", DATA]);
     assert_eq!(o.status.code(), Some(2), "--out may not be an input: {}", stderr(&o));
 }
+
+#[test]
+fn an_appended_event_is_not_a_chat_message() {
+    let line = r#"{"messages":[{"role":"user","content":"hi there, please do the thing"},{"role":"assistant","content":"ok doing it now","usage":{"prompt_tokens":900,"completion_tokens":10}}]}"#;
+    let (dir, path) = crate::support::temp_file("ds.jsonl", format!("{line}\n").as_bytes());
+    let o = crate::support::run(&[
+        "run",
+        crate::support::path_str(&path),
+        "--runtime",
+        "conversation",
+        "--native-compaction",
+        "--context-window",
+        "1000",
+    ]);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["messages"].as_array().unwrap().iter().filter_map(|m| m["name"].as_str()).collect();
+    // The native compaction is requested (an event, not a message): only the pending re-anchor is a message.
+    assert_eq!(names, ["rivumi-reanchor"], "{v}");
+    drop(dir);
+}
