@@ -63,13 +63,13 @@ pub fn chat_line(done: &Processed<'_>) -> String {
 /// Whether an appended canonical record is a message (not an event, which has no
 /// place in a chat line). Injected records start with their type.
 fn is_message(record: &str) -> bool {
-    if let Some(rest) = record.strip_prefix("{\"type\":") {
-        return rest.starts_with("\"message\"");
-    }
     #[derive(serde::Deserialize)]
     struct Typed<'a> {
         #[serde(borrow, rename = "type")]
         ty: Option<std::borrow::Cow<'a, str>>,
+    }
+    if let Some(rest) = record.strip_prefix("{\"type\":") {
+        return rest.starts_with("\"message\"");
     }
     serde_json::from_str::<Typed<'_>>(record).is_ok_and(|t| t.ty.as_deref() == Some("message"))
 }

@@ -95,6 +95,7 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
 /// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); runs with nothing to
 /// escape are found eight bytes at a time.
+#[allow(clippy::many_single_char_names)] // bytes, words and indices of a byte loop
 pub fn push_json_str(out: &mut String, s: &str) {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -133,14 +134,13 @@ pub fn push_json_str(out: &mut String, s: &str) {
             }
         };
         out.push_str(&s[start..i]);
-        match escaped {
-            Some(e) => out.push_str(e),
-            None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(c >> 4)]));
-                out.push(char::from(HEX[usize::from(c & 0xf)]));
-            }
+        if let Some(e) = escaped {
+            out.push_str(e);
+        } else {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(c >> 4)]));
+            out.push(char::from(HEX[usize::from(c & 0xf)]));
         }
         i += 1;
         start = i;
