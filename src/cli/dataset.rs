@@ -140,13 +140,11 @@ fn stream(
     for block in rx {
         let block = block?;
         let lines = split_lines(&block.bytes);
-        // Contiguous pieces, several per thread so that uneven lines balance out.
-        let per = lines.len().div_ceil(pool.current_num_threads() * 8).max(1);
-        let pieces: Vec<&[std::ops::Range<usize>]> = lines.chunks(per).collect();
+        let pieces = pieces(&lines, block.bytes.len(), pool.current_num_threads());
         outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
         pool.install(|| {
-            outputs.par_iter_mut().zip(pieces.par_iter().enumerate()).for_each(|(out, (p, piece))| {
-                out.fill(&block, p * per, piece, file, settings);
+            outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, ref piece))| {
+                out.fill(&block, first, piece, file, settings);
             });
         });
         for out in &outputs[..pieces.len()] {
@@ -323,6 +321,27 @@ fn read_blocks(
 }
 
 /// The byte ranges of the lines of a block, terminators included.
+/// Contiguous pieces of a block's lines (with the index of each piece's first line), cut
+/// by bytes so that every thread gets many pieces of about the same work: the block
+/// ends when its last piece does, and a piece of a few long lines would keep the other
+/// cores waiting.
+fn pieces(lines: &[std::ops::Range<usize>], bytes: usize, threads: usize) -> Vec<(usize, &[std::ops::Range<usize>])> {
+    let target = (bytes / (threads.max(1) * 32)).max(16 << 10);
+    let mut out = Vec::new();
+    let (mut first, mut size) = (0, 0);
+    for (k, line) in lines.iter().enumerate() {
+        size += line.len();
+        if size >= target {
+            out.push((first, &lines[first..=k]));
+            (first, size) = (k + 1, 0);
+        }
+    }
+    if first < lines.len() {
+        out.push((first, &lines[first..]));
+    }
+    out
+}
+
 fn split_lines(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut lines = Vec::with_capacity(bytes.len() / 256 + 1);
     let mut start = 0;
