@@ -143,7 +143,7 @@ fn stream(
         let pieces = pieces(&lines, block.bytes.len(), pool.current_num_threads());
         outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
         pool.install(|| {
-            outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, ref piece))| {
+            outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, piece))| {
                 out.fill(&block, first, piece, file, settings);
             });
         });
