@@ -418,3 +418,30 @@ fn strip_terminator(raw: &[u8]) -> &[u8] {
     let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
     raw.strip_suffix(b"\r").unwrap_or(raw)
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Pieces cover every line once, in order, each with the index of its first line.
+        #[test]
+        fn pieces_cover_the_lines_in_order(sizes in prop::collection::vec(1usize..60_000, 0..300), threads in 1usize..9) {
+            let mut lines = Vec::new();
+            let mut at = 0;
+            for n in &sizes {
+                lines.push(at..at + n);
+                at += n;
+            }
+            let pieces = super::pieces(&lines, at, threads);
+            let mut next = 0;
+            for (first, piece) in &pieces {
+                prop_assert_eq!(*first, next);
+                prop_assert!(!piece.is_empty());
+                prop_assert_eq!(*piece, &lines[next..next + piece.len()]);
+                next += piece.len();
+            }
+            prop_assert_eq!(next, lines.len());
+        }
+    }
+}
