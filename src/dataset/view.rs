@@ -483,30 +483,12 @@ fn value_end(line: &[u8], i: usize) -> Option<usize> {
 mod tests {
     use proptest::prelude::*;
 
-    /// `s` as a JSON literal with every non-ASCII or special character as `\uXXXX`
-    /// (surrogate pairs above the BMP), as Python's `json.dumps` writes by default.
-    fn ascii_literal(s: &str) -> String {
-        let mut out = String::from("\"");
-        for c in s.chars() {
-            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
-                out.push(c);
-            } else {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{u:04x}"));
-                }
-            }
-        }
-        out.push('"');
-        out
-    }
-
     proptest! {
         #[test]
         fn a_string_is_measured_from_its_escapes(s in "[a-z \"\\\\\\n\\t\u{1}é€🙂\u{7ff}\u{800}]{0,40}") {
             let n = s.len() as u64;
             prop_assert_eq!(super::decoded_len(&serde_json::to_string(&s).unwrap()), Some(n));
-            prop_assert_eq!(super::decoded_len(&ascii_literal(&s)), Some(n));
+            prop_assert_eq!(super::decoded_len(&crate::transcript::ascii_literal(&s)), Some(n));
         }
     }
 

@@ -9,6 +9,8 @@ pub use event::Event;
 
 pub(crate) use reader::link_results;
 pub use reader::parse;
+#[cfg(test)]
+pub(crate) use text::ascii_literal;
 pub use text::{item_text, item_text_for_preview, unescape_literal};
 
 use rustc_hash::FxHashMap as HashMap;

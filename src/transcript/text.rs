@@ -144,25 +144,28 @@ fn string_prefix(raw: &str, bytes: usize) -> Option<String> {
     Some(out)
 }
 
+/// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`
+/// (surrogate pairs above the BMP), as Python's `json.dumps` writes by default: the
+/// other way of writing a string, for the tests of what reads one.
+#[cfg(test)]
+pub(crate) fn ascii_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {
+            out.push(c);
+        } else {
+            for u in c.encode_utf16(&mut [0u16; 2]) {
+                out.push_str(&format!("\\u{u:04X}"));
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-
-    /// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`.
-    fn ascii_literal(s: &str) -> String {
-        let mut out = String::from("\"");
-        for c in s.chars() {
-            if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {
-                out.push(c);
-            } else {
-                for u in c.encode_utf16(&mut [0u16; 2]) {
-                    out.push_str(&format!("\\u{u:04X}"));
-                }
-            }
-        }
-        out.push('"');
-        out
-    }
 
     #[test]
     fn unescaping_refuses_what_the_parser_refuses() {
@@ -178,7 +181,7 @@ mod tests {
         #[test]
         fn unescaping_is_what_the_parser_reads(s in "[a-z \"\\\\/\n\t\r\u{1}\u{8}\u{c}é€🙂\u{7ff}\u{ffff}]{0,40}") {
             let literal = serde_json::to_string(&s).unwrap();
-            let ascii = ascii_literal(&s);
+            let ascii = super::ascii_literal(&s);
             prop_assert_eq!(super::unescape_literal(&literal).map(std::borrow::Cow::into_owned), Some(s.clone()));
             prop_assert_eq!(super::unescape_literal(&ascii).map(std::borrow::Cow::into_owned), Some(s.clone()));
         }
