@@ -120,6 +120,35 @@ fn chat_message(record: &str) -> Value {
 /// An injected canonical record as the text of a chat message: `{"role":"user",
 /// "name":"rivumi-<kind>","content":…}`, its content copied as the JSON it already is.
 fn chat_message_text(record: &str) -> String {
+    let mut out = String::with_capacity(record.len());
+    push_chat_message(&mut out, record);
+    out
+}
+
+/// [`chat_message_text`], appended to `out`.
+fn push_chat_message(out: &mut String, record: &str) {
+    let (kind, content) = injected_parts(record).map_or_else(|| injected_parts_parsed(record), |(k, c)| (k.into(), c));
+    out.push_str("{\"role\":\"user\",\"name\":");
+    crate::render::push_json_str(out, &format!("{NAME_PREFIX}{kind}"));
+    out.push_str(",\"content\":");
+    out.push_str(content);
+    out.push('}');
+}
+
+/// The kind and the content (as JSON) of a record the policy injected, read from the
+/// layout it is written in (`injected::with_id`: `synthetic` before any field of its
+/// own, `content` last) without parsing it again. Outside a string a `"` is never
+/// escaped, and inside one it always is, so the keys found are the record's own.
+fn injected_parts(record: &str) -> Option<(&str, &str)> {
+    let rest = record.strip_prefix("{\"type\":\"message\",")?.strip_suffix('}')?;
+    let kind_at = rest.find(",\"synthetic\":\"")? + ",\"synthetic\":\"".len();
+    let kind = &rest[kind_at..kind_at + rest[kind_at..].find('"')?];
+    let content = &rest[rest.rfind(",\"content\":")? + ",\"content\":".len()..];
+    (!kind.contains('\\') && content.starts_with('"')).then_some((kind, content))
+}
+
+/// [`injected_parts`] by parsing the record (any other layout).
+fn injected_parts_parsed(record: &str) -> (std::borrow::Cow<'_, str>, &str) {
     #[derive(serde::Deserialize)]
     struct Injected<'a> {
         #[serde(borrow, default)]
@@ -128,9 +157,7 @@ fn chat_message_text(record: &str) -> String {
         content: Option<&'a serde_json::value::RawValue>,
     }
     let injected: Injected<'_> = serde_json::from_str(record).unwrap_or(Injected { synthetic: None, content: None });
-    let name = Value::String(format!("{NAME_PREFIX}{}", injected.synthetic.as_deref().unwrap_or("note")));
-    let content = injected.content.map_or("\"\"", serde_json::value::RawValue::get);
-    format!("{{\"role\":\"user\",\"name\":{name},\"content\":{content}}}")
+    (injected.synthetic.unwrap_or("note".into()), injected.content.map_or("\"\"", serde_json::value::RawValue::get))
 }
 
 /// What happened to one dataset line.
@@ -166,11 +193,13 @@ fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
             push(&mut out, &text[r.span.clone()]);
         }
         if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            push(&mut out, &chat_message_text(injected));
+            push(&mut out, "");
+            push_chat_message(&mut out, injected);
         }
     }
     for a in plan.appended.iter().filter(|a| is_message(a)) {
-        push(&mut out, &chat_message_text(a));
+        push(&mut out, "");
+        push_chat_message(&mut out, a);
     }
     out.push(']');
     out.push_str(&text[spans.array.end..]);
@@ -348,4 +377,35 @@ pub fn add_line_stats(
         stats.failed += 1;
         format!("{}:{line_no}: {m}", file.display())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Reading an injected record by its layout gives what parsing it gives.
+        #[test]
+        fn injected_records_are_read_by_their_layout(
+            turn in proptest::option::of("[a-z\",:\\\\ ]{0,12}"),
+            own in proptest::option::of("[a-z\",:\\\\{} ]{0,20}"),
+            content in "[a-z\",:\\\\{}\n é]{0,60}",
+            kind in "(history_summary_fallback|pressure_reminder|reanchor|checkpoint)",
+        ) {
+            let mut m = serde_json::Map::new();
+            m.insert("type".into(), "message".into());
+            m.insert("id".into(), format!("rivumi:{kind}").into());
+            m.insert("turn".into(), turn.map_or(serde_json::Value::Null, Into::into));
+            m.insert("role".into(), "user".into());
+            m.insert("synthetic".into(), kind.clone().into());
+            if let Some(o) = own {
+                m.insert("summarized".into(), serde_json::json!([o, {"x": 1, "content": o, "synthetic": o}]));
+            }
+            m.insert("content".into(), content.into());
+            let record = serde_json::Value::Object(m).to_string();
+            let fast = super::injected_parts(&record).expect("the layout is read");
+            let parsed = super::injected_parts_parsed(&record);
+            prop_assert_eq!((fast.0, fast.1), (parsed.0.as_ref(), parsed.1));
+        }
+    }
 }
