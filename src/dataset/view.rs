@@ -29,7 +29,19 @@ pub struct Spans {
 /// canonical path must read this line.
 pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
     let parsed: Line<'_> = serde_json::from_str(line).ok()?;
-    let spans = spans(line.as_bytes())?;
+    // The contents are the bulk of a line and the parse has found them already: the
+    // scan for the messages' spans steps over them instead of reading them again.
+    let base = line.as_ptr() as usize;
+    let known: Vec<std::ops::Range<usize>> = parsed
+        .messages
+        .iter()
+        .filter_map(|m| m.content.as_ref())
+        .map(|c| {
+            let start = c.1.as_ptr() as usize - base;
+            start..start + c.1.len()
+        })
+        .collect();
+    let spans = spans(line.as_bytes(), &known)?;
     if spans.messages.len() != parsed.messages.len() {
         return None;
     }
@@ -381,7 +393,8 @@ impl<'de> Deserialize<'de> for TextOrOther {
 
 /// The spans of the top-level `messages` array and its elements, in a line already
 /// known to be valid JSON (serde read it first); `None` for any other shape.
-fn spans(line: &[u8]) -> Option<Spans> {
+fn spans(line: &[u8], known: &[std::ops::Range<usize>]) -> Option<Spans> {
+    let mut known = Known { strings: known, next: 0 };
     let mut i = ws(line, 0);
     if line.get(i) != Some(&b'{') {
         return None;
@@ -404,7 +417,7 @@ fn spans(line: &[u8]) -> Option<Spans> {
             let mut messages = Vec::new();
             i = ws(line, i + 1);
             while line.get(i).is_some_and(|b| *b != b']') {
-                let end = value_end(line, i)?;
+                let end = value_end(line, i, &mut known)?;
                 messages.push(i..end);
                 i = ws(line, end);
                 if line.get(i) == Some(&b',') {
@@ -414,7 +427,7 @@ fn spans(line: &[u8]) -> Option<Spans> {
             i += 1;
             found = Some(Spans { array: start..i, messages });
         } else {
-            i = value_end(line, i)?;
+            i = value_end(line, i, &mut Known { strings: &[], next: 0 })?;
         }
         i = ws(line, i);
         if line.get(i) == Some(&b',') {
@@ -445,16 +458,16 @@ fn string_end(line: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The end of the value starting at `i`.
-fn value_end(line: &[u8], i: usize) -> Option<usize> {
+fn value_end(line: &[u8], i: usize, known: &mut Known<'_>) -> Option<usize> {
     match line.get(i)? {
-        b'"' => string_end(line, i),
+        b'"' => known.end_at(i).map_or_else(|| string_end(line, i), Some),
         b'{' | b'[' => {
             let mut depth = 0usize;
             let mut j = i;
             loop {
                 match line.get(j)? {
                     b'"' => {
-                        j = string_end(line, j)?;
+                        j = known.end_at(j).map_or_else(|| string_end(line, j), Some)?;
                         continue;
                     }
                     b'{' | b'[' => depth += 1,
@@ -476,6 +489,24 @@ fn value_end(line: &[u8], i: usize) -> Option<usize> {
             }
             Some(j)
         }
+    }
+}
+
+/// Strings whose place in the line is known (in order): the scan steps over them.
+struct Known<'k> {
+    strings: &'k [std::ops::Range<usize>],
+    next: usize,
+}
+
+impl Known<'_> {
+    /// The end of the known string that starts at `i`, if one does.
+    fn end_at(&mut self, i: usize) -> Option<usize> {
+        while self.strings.get(self.next).is_some_and(|r| r.start < i) {
+            self.next += 1;
+        }
+        let r = self.strings.get(self.next).filter(|r| r.start == i)?;
+        self.next += 1;
+        Some(r.end)
     }
 }
 
