@@ -140,9 +140,9 @@ fn push_chat_message(out: &mut String, record: &str) {
 /// own, `content` last) without parsing it again. Outside a string a `"` is never
 /// escaped, and inside one it always is, so the keys found are the record's own.
 fn injected_parts(record: &str) -> Option<(&str, &str)> {
-    let rest = record.strip_prefix("{\"type\":\"message\",")?.strip_suffix('}')?;
     const SYNTHETIC: &[u8] = b",\"synthetic\":\"";
     const CONTENT: &[u8] = b",\"content\":";
+    let rest = record.strip_prefix("{\"type\":\"message\",")?.strip_suffix('}')?;
     let kind_at = memchr::memmem::find(rest.as_bytes(), SYNTHETIC)? + SYNTHETIC.len();
     let kind = &rest[kind_at..kind_at + rest[kind_at..].find('"')?];
     let content = &rest[memchr::memmem::rfind(rest.as_bytes(), CONTENT)? + CONTENT.len()..];
