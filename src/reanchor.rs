@@ -15,6 +15,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let mut latest_check: Option<(usize, &str, &str)> = None;
     let mut steps: Option<Vec<String>> = None;
     let failed = failed_calls(t);
+    let mut kinds: HashMap<&str, (bool, bool)> = HashMap::default();
     for (ri, r) in t.records.iter().enumerate() {
         let i = match &r.kind {
             crate::transcript::RecordKind::Item(i) => *i,
@@ -36,16 +37,27 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         };
         let item = &t.items[i];
         for call in item.calls() {
-            let args: Value = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
+            let parsed;
+            let args = match &call.parsed {
+                Some(v) => v,
+                None => {
+                    parsed = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
+                    &parsed
+                }
+            };
             let args = unwrap_string_args(args);
-            let mut paths = key_paths(&args, &cfg.reanchor.path_keys);
-            let is_shell = shell_tools.is_match(call.name.as_ref());
-            let command = if is_shell { shell_command(&args) } else { None };
+            let args = args.as_ref();
+            let mut paths = key_paths(args, &cfg.reanchor.path_keys);
+            // A session calls a few tools many times: each name is matched once.
+            let (is_write, is_shell) = *kinds.entry(call.name.as_ref()).or_insert_with(|| {
+                (write_tools.is_match(call.name.as_ref()), shell_tools.is_match(call.name.as_ref()))
+            });
+            let command = if is_shell { shell_command(args) } else { None };
             // A write tool, or a shell command that applies a patch, changes files.
-            let writes = (write_tools.is_match(call.name.as_ref()) && !reads_only(&args))
-                || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
+            let writes =
+                (is_write && !reads_only(args)) || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
             if writes {
-                collect_patch_headers(&args, &mut paths);
+                collect_patch_headers(args, &mut paths);
             }
             let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
             recent.touch(&paths);
@@ -57,7 +69,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                     latest_check = Some((i, call.id.as_ref(), v.as_str()));
                 }
             }
-            if let Some(s) = plan_steps(&call.name, &args) {
+            if let Some(s) = plan_steps(&call.name, args) {
                 steps = Some(s);
             }
         }
@@ -90,13 +102,13 @@ fn reads_only(args: &Value) -> bool {
 }
 
 /// Some importers give arguments as a JSON string holding the object.
-fn unwrap_string_args(args: Value) -> Value {
-    if let Value::String(s) = &args {
+fn unwrap_string_args(args: &Value) -> std::borrow::Cow<'_, Value> {
+    if let Value::String(s) = args {
         if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(s) {
-            return v;
+            return std::borrow::Cow::Owned(v);
         }
     }
-    args
+    std::borrow::Cow::Borrowed(args)
 }
 
 /// Calls (by item and call id) whose result reports failure.

@@ -76,7 +76,8 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
                     let id = c.id.unwrap_or(Cow::Borrowed(""));
                     let name = name.unwrap_or(Cow::Borrowed(""));
                     names.insert(id.clone(), name.clone());
-                    calls.push(Call { id, name, arguments: Cow::Owned(arguments(args)?) });
+                    let (raw, parsed) = arguments(args)?;
+                    calls.push(Call { id, name, arguments: Cow::Owned(raw), parsed: Some(parsed) });
                 }
                 let usage = m.usage.or(parsed.usage.filter(|_| k + 1 == count));
                 let usage = match usage {
@@ -122,7 +123,7 @@ fn label(prefix: char, k: usize) -> Cow<'static, str> {
 
 /// Arguments as the canonical path writes them: a JSON string holding JSON is that
 /// JSON, any other string stays a string, a value is written compactly.
-fn arguments(raw: Option<&RawValue>) -> Option<Box<RawValue>> {
+fn arguments(raw: Option<&RawValue>) -> Option<(Box<RawValue>, Value)> {
     let value = match raw {
         None => Value::Null,
         Some(r) if r.get().starts_with('"') => {
@@ -131,7 +132,7 @@ fn arguments(raw: Option<&RawValue>) -> Option<Box<RawValue>> {
         }
         Some(r) => serde_json::from_str(r.get()).ok()?,
     };
-    serde_json::value::to_raw_value(&value).ok()
+    Some((serde_json::value::to_raw_value(&value).ok()?, value))
 }
 
 /// OpenAI counts cached tokens inside `prompt_tokens` (SPEC 1), read as the canonical

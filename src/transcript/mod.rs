@@ -158,6 +158,10 @@ pub struct Call<'a> {
     /// importer had to normalise it, such as a JSON string holding the object).
     #[serde(borrow, deserialize_with = "borrowed_raw")]
     pub arguments: Cow<'a, RawValue>,
+    /// `arguments` as a value, when the reader already made it (the dataset view does,
+    /// normalising them): readers of the arguments use it instead of parsing again.
+    #[serde(skip)]
+    pub parsed: Option<serde_json::Value>,
 }
 
 fn borrowed_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, RawValue>, D::Error> {
