@@ -38,12 +38,11 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         let item = &t.items[i];
         for call in item.calls() {
             let parsed;
-            let args = match &call.parsed {
-                Some(v) => v,
-                None => {
-                    parsed = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
-                    &parsed
-                }
+            let args = if let Some(v) = &call.parsed {
+                v
+            } else {
+                parsed = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
+                &parsed
             };
             let args = unwrap_string_args(args);
             let args = args.as_ref();
