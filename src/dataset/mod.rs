@@ -141,12 +141,24 @@ fn push_chat_message(out: &mut String, record: &str) {
 /// escaped, and inside one it always is, so the keys found are the record's own.
 fn injected_parts(record: &str) -> Option<(&str, &str)> {
     const SYNTHETIC: &[u8] = b",\"synthetic\":\"";
-    const CONTENT: &[u8] = b",\"content\":";
+    const CONTENT: &str = ",\"content\":";
     let rest = record.strip_prefix("{\"type\":\"message\",")?.strip_suffix('}')?;
     let kind_at = memchr::memmem::find(rest.as_bytes(), SYNTHETIC)? + SYNTHETIC.len();
     let kind = &rest[kind_at..kind_at + rest[kind_at..].find('"')?];
-    let content = &rest[memchr::memmem::rfind(rest.as_bytes(), CONTENT)? + CONTENT.len()..];
-    (!kind.contains('\\') && content.starts_with('"')).then_some((kind, content))
+    // The content is the last value, a string: it opens at the last quote that is not
+    // escaped (preceded by an even number of backslashes), found from the end.
+    let b = rest.as_bytes();
+    let mut end = b.len().checked_sub(1).filter(|&e| b[e] == b'"')?;
+    let open = loop {
+        let q = memchr::memrchr(b'"', &b[..end])?;
+        let backslashes = b[..q].iter().rev().take_while(|&&c| c == b'\\').count();
+        if backslashes % 2 == 0 {
+            break q;
+        }
+        end = q;
+    };
+    let content = &rest[open..];
+    (!kind.contains('\\') && rest[..open].ends_with(CONTENT)).then_some((kind, content))
 }
 
 /// [`injected_parts`] by parsing the record (any other layout).

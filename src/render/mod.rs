@@ -35,8 +35,11 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
         if b[i].is_ascii_graphic() {
             // The common case: printable ASCII with single spaces between words is
             // already folded, and is copied as it is (a run never ends on a space).
+            // Never further than the cut: one byte past it is enough to know it is cut.
+            let room = max - count + usize::from(space);
             let mut run = 0;
-            while let Some(&c) = b.get(i + run) {
+            while run <= room {
+                let Some(&c) = b.get(i + run) else { break };
                 if c.is_ascii_graphic() {
                     run += 1;
                 } else if c == b' ' && b.get(i + run + 1).is_some_and(u8::is_ascii_graphic) {
