@@ -116,23 +116,34 @@ fn assemble(lines: &[String], omitted: usize) -> String {
 }
 
 fn line(entry: &SummaryEntry, n: usize) -> String {
+    // Pieces pushed one after the other (no formatting machinery: this runs for every
+    // line of every summary of a dataset).
+    let mut l = String::with_capacity(2 * n + 64);
     match entry {
         SummaryEntry::Message { role, text, calls } => {
-            let mut l = format!("- {role}:");
+            l.push_str("- ");
+            l.push_str(role);
+            l.push(':');
             if !text.is_blank() {
                 l.push(' ');
                 l.push_str(&text.preview(n));
             }
             for (name, args) in calls {
-                l.push_str(&format!(" [call {}({})]", preview(name, n), preview(args, n)));
+                l.push_str(" [call ");
+                l.push_str(&preview(name, n));
+                l.push('(');
+                l.push_str(&preview(args, n));
+                l.push_str(")]");
             }
-            l
         }
         SummaryEntry::Result { tool, failed, text } => {
-            let state = if *failed { "error" } else { "ok" };
-            format!("- result of {} ({state}): {}", preview(tool, n), text.preview(n))
+            l.push_str("- result of ");
+            l.push_str(&preview(tool, n));
+            l.push_str(if *failed { " (error): " } else { " (ok): " });
+            l.push_str(&text.preview(n));
         }
     }
+    l
 }
 
 #[cfg(test)]
