@@ -135,35 +135,91 @@ fn stream(
     let name = file.to_path_buf();
     std::thread::spawn(move || read_blocks(reader, &name, limit, &tx, &spent_rx));
     let mut counts = Counts::default();
-    // One output buffer per piece of a block, kept from block to block.
-    let mut outputs: Vec<Piece> = Vec::new();
-    for block in rx {
-        let block = block?;
-        let lines = split_lines(&block.bytes);
-        let pieces = pieces(&lines, block.bytes.len(), pool.current_num_threads());
-        outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
-        pool.install(|| {
-            outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, piece))| {
-                out.fill(&block, first, piece, file, settings);
+    // Two blocks in flight: the pool compacts block k+1 while this thread writes block
+    // k, so neither the writing nor the last piece of a block leaves a core waiting.
+    // Each block reports back on its own channel, waited for in the order read; its
+    // pieces come back with it, to be filled again for a later block.
+    let mut free: Vec<Vec<Piece>> = Vec::new();
+    let threads = pool.current_num_threads();
+    pool.in_place_scope(|scope| {
+        let mut in_flight: std::collections::VecDeque<std::sync::mpsc::Receiver<Compacted>> =
+            std::collections::VecDeque::new();
+        let mut result = Ok(());
+        // A read error ends the stream after the blocks read before it are written.
+        let mut read_error = None;
+        for block in &rx {
+            let block = match block {
+                Ok(b) => b,
+                Err(e) => {
+                    read_error = Some(e);
+                    break;
+                }
+            };
+            let mut outputs = free.pop().unwrap_or_default();
+            let (done, report) = std::sync::mpsc::channel();
+            scope.spawn(move |_| {
+                let lines = split_lines(&block.bytes);
+                let pieces = pieces(&lines, block.bytes.len(), threads);
+                outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
+                outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, piece))| {
+                    out.fill(&block, first, piece, file, settings);
+                });
+                let _ = done.send((block, outputs, pieces.len()));
             });
-        });
-        for out in &outputs[..pieces.len()] {
-            counts.lines += out.lines;
-            counts.changed += out.changed;
-            counts.bad += out.bad.len();
-            for message in &out.bad {
-                progress.suspend(|| crate::ui::error(message));
-            }
-            out.write(&block, w).map_err(Stop::Write)?;
-            if let Some(e) = &out.failed {
-                return Err(Stop::Input(Error::Failed(e.clone())));
+            in_flight.push_back(report);
+            if in_flight.len() == 2 {
+                let oldest = in_flight.pop_front().expect("two in flight");
+                let (block, outputs, n) = oldest.recv().expect("a spawned block reports back");
+                result = write_block(&block, &outputs[..n], w, &mut counts, &progress);
+                let _ = spent_tx.send(block.bytes);
+                free.push(outputs);
+                if result.is_err() {
+                    break;
+                }
             }
         }
-        progress.advance(lines.len(), block.bytes.len());
-        let _ = spent_tx.send(block.bytes);
-    }
+        // The blocks still in flight finish (the scope waits for them); written unless
+        // writing or a hook failed before.
+        for report in in_flight {
+            let (block, outputs, n) = report.recv().expect("a spawned block reports back");
+            if result.is_ok() {
+                result = write_block(&block, &outputs[..n], w, &mut counts, &progress);
+            }
+        }
+        result.and(read_error.map_or(Ok(()), Err))
+    })?;
     progress.finish();
     Ok(counts)
+}
+
+/// A compacted block: its pieces, and how many of them it used.
+type Compacted = (Block, Vec<Piece>, usize);
+
+/// Writes a compacted block's pieces in order and counts them; the first piece that a
+/// user's hook failed stops the stream after what came before it is written.
+fn write_block(
+    block: &Block,
+    outputs: &[Piece],
+    w: &mut dyn Write,
+    counts: &mut Counts,
+    progress: &Progress,
+) -> std::result::Result<(), Stop> {
+    let mut lines = 0;
+    for out in outputs {
+        lines += out.lines;
+        counts.lines += out.lines;
+        counts.changed += out.changed;
+        counts.bad += out.bad.len();
+        for message in &out.bad {
+            progress.suspend(|| crate::ui::error(message));
+        }
+        out.write(block, w).map_err(Stop::Write)?;
+        if let Some(e) = &out.failed {
+            return Err(Stop::Input(Error::Failed(e.clone())));
+        }
+    }
+    progress.advance(lines, block.bytes.len());
+    Ok(())
 }
 
 /// The output of a piece of a block: what to write, in order — runs of lines kept as

@@ -228,3 +228,51 @@ fn an_appended_event_is_not_a_chat_message() {
     assert_eq!(names, ["rivumi-reanchor"], "{v}");
     drop(dir);
 }
+
+/// Many blocks, compacted two at a time on every core: every line comes out once, in
+/// order, the same with one job or two; a bad line deep in the file is reported with
+/// its number and echoed; the lines nothing happens to are their own bytes.
+#[test]
+fn a_dataset_of_many_blocks_keeps_its_order() {
+    let mut text = String::new();
+    for k in 0..2600 {
+        if k == 2222 {
+            text.push_str("{\"messages\": [\n");
+            continue;
+        }
+        // Lines of 1 to 12 KB: some compact at this budget, some do not.
+        let steps = 1 + k % 12;
+        let mut messages = vec![serde_json::json!({"role": "user", "content": format!("task {k}")})];
+        for s in 0..steps {
+            messages.push(serde_json::json!({"role": "assistant", "content": "step",
+                "tool_calls": [{"id": format!("c{s}"), "type": "function",
+                    "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]}));
+            messages
+                .push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{s}"), "content": "x".repeat(900)}));
+        }
+        text.push_str(&serde_json::json!({"id": k, "messages": messages}).to_string());
+        text.push('\n');
+    }
+    assert!(text.len() > 9 << 20, "more than two blocks: {}", text.len());
+    let (dir, path) = crate::support::temp_file("big.jsonl", text.as_bytes());
+    let p = crate::support::path_str(&path);
+    let run = |jobs: &str| crate::support::run(&["run", p, "--max-total-tokens", "2000", "--jobs", jobs]);
+    let two = run("2");
+    assert_eq!(two.status.code(), Some(4), "a bad line: exit 4");
+    assert!(crate::support::stderr(&two).contains(&format!("{p}:2223:")), "{}", crate::support::stderr(&two));
+    assert_eq!(two.stdout, run("1").stdout, "one job or two, the same bytes");
+    let out = String::from_utf8(two.stdout).unwrap();
+    let (ins, outs): (Vec<&str>, Vec<&str>) = (text.lines().collect(), out.lines().collect());
+    assert_eq!(ins.len(), outs.len());
+    let mut changed = 0;
+    for (k, (a, b)) in ins.iter().zip(&outs).enumerate() {
+        if a == b {
+            continue;
+        }
+        changed += 1;
+        let v: serde_json::Value = serde_json::from_str(b).unwrap();
+        assert_eq!(v["id"], k, "line {} holds its own conversation", k + 1);
+    }
+    assert!(changed > 500 && changed < 2500, "{changed} lines compacted: both kinds are in the file");
+    drop(dir);
+}
