@@ -37,12 +37,12 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
             // already folded, and is copied as it is (a run never ends on a space).
             // Never further than the cut: one byte past it is enough to know it is cut.
             let room = max - count + usize::from(space);
+            let seg = &b[i..(i + room + 2).min(b.len())];
             let mut run = 0;
-            while run <= room {
-                let Some(&c) = b.get(i + run) else { break };
+            while let Some(&c) = seg.get(run) {
                 if c.is_ascii_graphic() {
                     run += 1;
-                } else if c == b' ' && b.get(i + run + 1).is_some_and(u8::is_ascii_graphic) {
+                } else if c == b' ' && seg.get(run + 1).is_some_and(u8::is_ascii_graphic) {
                     run += 2;
                 } else {
                     break;

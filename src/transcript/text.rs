@@ -97,7 +97,7 @@ pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
 pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> crate::render::EntryText {
     use crate::render::EntryText;
     let Some(raw) = raw_content(t, item) else { return EntryText::Full(String::new()) };
-    if let Some(prefix) = string_prefix(raw, max.saturating_mul(3).saturating_add(64)) {
+    if let Some(prefix) = string_prefix(raw, max.saturating_mul(2).saturating_add(32)) {
         if let Some(text) = unescape_literal(&prefix) {
             if let Some(shown) = crate::render::preview_if_cut(&text, max) {
                 return EntryText::Preview(shown);
