@@ -33,7 +33,12 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
         chunks.par_iter().map(|(range, first_line)| parse_chunk(src, range.clone(), *first_line, file)).collect()
     };
     let mut t = empty(src, bom);
+    // Sized once: growing by doubling while the chunks are alive would hold every
+    // record three times at the peak.
+    t.records.reserve_exact(parsed.iter().map(|(c, _)| c.records.len()).sum());
+    t.items.reserve_exact(parsed.iter().map(|(c, _)| c.items.len()).sum());
     let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
+    ids.reserve(parsed.iter().map(|(c, _)| c.items.len()).sum());
     for (chunk, error) in parsed {
         let (record_offset, item_offset) = (t.records.len(), t.items.len());
         for mut r in chunk.records {
