@@ -18,25 +18,77 @@ pub fn preview(s: &str, max: usize) -> String {
     preview_cut(s, max).0
 }
 
-/// `preview(s, max)` when it was cut (so that what follows `s` cannot change it).
-pub fn preview_if_cut(s: &str, max: usize) -> Option<String> {
-    let (shown, cut) = preview_cut(s, max);
-    cut.then_some(shown)
-}
-
 /// The preview, and whether it was cut.
 fn preview_cut(s: &str, max: usize) -> (String, bool) {
-    let mut out = String::with_capacity(max.min(s.len()) + 4);
-    let mut count = 0usize;
-    let mut space = false;
-    let b = s.as_bytes();
+    let mut p = Previewer::new(max, s.len());
+    p.text(s);
+    p.finish()
+}
+
+/// `preview` of the text a JSON string literal holds, made from the literal itself: the
+/// escapes are decoded as they are reached and nothing after the cut is read. `None`
+/// when the literal is not one (or holds an escape a parser refuses).
+pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
+    let body = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let b = body.as_bytes();
+    let mut p = Previewer::new(max, body.len());
     let mut i = 0;
-    while i < b.len() {
-        if b[i].is_ascii_graphic() {
+    loop {
+        let next = memchr::memchr(b'\\', &b[i..]).map_or(b.len(), |k| i + k);
+        if !p.text(&body[i..next]) || next == b.len() {
+            return Some(p.finish());
+        }
+        let (c, len) = crate::transcript::escape_at(body, next)?;
+        i = next + len;
+        if !p.char(c) {
+            return Some(p.finish());
+        }
+    }
+}
+
+/// The preview being made: fed text in order, it folds, escapes and counts, and says
+/// when it was cut (nothing more is wanted after that).
+struct Previewer {
+    out: String,
+    count: usize,
+    space: bool,
+    max: usize,
+    cut: bool,
+}
+
+impl Previewer {
+    fn new(max: usize, len: usize) -> Previewer {
+        Previewer { out: String::with_capacity(max.min(len) + 4), count: 0, space: false, max, cut: false }
+    }
+
+    fn finish(self) -> (String, bool) {
+        (self.out, self.cut)
+    }
+
+    /// Marks the cut; always `false` (the preview is complete).
+    fn cut(&mut self) -> bool {
+        self.out.push('…');
+        self.cut = true;
+        false
+    }
+
+    /// Feeds text; `false` once the preview is cut.
+    fn text(&mut self, s: &str) -> bool {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if !b[i].is_ascii_graphic() {
+                let c = s[i..].chars().next().expect("i is on a character boundary");
+                i += c.len_utf8();
+                if !self.char(c) {
+                    return false;
+                }
+                continue;
+            }
             // The common case: printable ASCII with single spaces between words is
             // already folded, and is copied as it is (a run never ends on a space).
             // Never further than the cut: one byte past it is enough to know it is cut.
-            let room = max - count + usize::from(space);
+            let room = self.max - self.count + usize::from(self.space);
             let seg = &b[i..(i + room + 2).min(b.len())];
             let mut run = 0;
             while let Some(&c) = seg.get(run) {
@@ -48,51 +100,50 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
                     break;
                 }
             }
-            if space {
-                if count == max {
-                    out.push('…');
-                    return (out, true);
+            if self.space {
+                if self.count == self.max {
+                    return self.cut();
                 }
-                out.push(' ');
-                count += 1;
-                space = false;
+                self.out.push(' ');
+                self.count += 1;
+                self.space = false;
             }
-            let take = run.min(max - count);
-            out.push_str(&s[i..i + take]);
-            count += take;
+            let take = run.min(self.max - self.count);
+            self.out.push_str(&s[i..i + take]);
+            self.count += take;
             if take < run {
-                out.push('…');
-                return (out, true);
+                return self.cut();
             }
             i += run;
-            continue;
         }
-        let c = s[i..].chars().next().expect("i is on a character boundary");
-        i += c.len_utf8();
+        true
+    }
+
+    /// Feeds one character; `false` once the preview is cut.
+    fn char(&mut self, c: char) -> bool {
         if c.is_whitespace() {
-            space = count > 0;
-            continue;
+            self.space = self.count > 0;
+            return true;
         }
-        let mut escaped = String::new();
-        if space {
-            escaped.push(' ');
-            space = false;
+        let mut shown = String::new();
+        if self.space {
+            shown.push(' ');
+            self.space = false;
         }
         if crate::ui::is_unsafe(c) {
-            escaped.push_str(&crate::ui::escape(c.encode_utf8(&mut [0; 4])));
+            shown.push_str(&crate::ui::escape(c.encode_utf8(&mut [0; 4])));
         } else {
-            escaped.push(c);
+            shown.push(c);
         }
-        for e in escaped.chars() {
-            if count == max {
-                out.push('…');
-                return (out, true);
+        for e in shown.chars() {
+            if self.count == self.max {
+                return self.cut();
             }
-            out.push(e);
-            count += 1;
+            self.out.push(e);
+            self.count += 1;
         }
+        true
     }
-    (out, false)
 }
 
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
@@ -192,6 +243,15 @@ mod tests {
             let mut out = String::new();
             super::push_json_str(&mut out, &s);
             prop_assert_eq!(out, serde_json::to_string(&s).unwrap());
+        }
+
+        #[test]
+        fn a_preview_of_a_literal_is_the_preview_of_its_text(
+            s in "[a-z~!{}\" \\n\\t\\r\u{1}\u{1b}\u{202e}é🙂\u{a0}\\\\/]{0,80}", max in 0usize..40,
+        ) {
+            let want = super::preview_cut(&s, max);
+            prop_assert_eq!(super::preview_json(&serde_json::to_string(&s).unwrap(), max), Some(want.clone()));
+            prop_assert_eq!(super::preview_json(&crate::transcript::ascii_literal(&s), max), Some(want));
         }
 
         #[test]

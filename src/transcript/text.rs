@@ -33,10 +33,9 @@ fn decode(raw: &str) -> String {
 }
 
 /// The value of a JSON string literal that a JSON parser has already checked (a
-/// `RawValue`, or a prefix [`string_prefix`] cut from one): borrowed when it holds no
-/// escape, decoded into one buffer of the right size otherwise (no parser state made
-/// for it). `None` for a surrogate escape that is not half of a pair, as the parser
-/// would refuse it.
+/// `RawValue`): borrowed when it holds no escape, decoded into one buffer of the right
+/// size otherwise (no parser state made for it). `None` for a surrogate escape that is
+/// not half of a pair, as the parser would refuse it.
 pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let body = raw.strip_prefix('"')?.strip_suffix('"')?;
     let b = body.as_bytes();
@@ -44,7 +43,6 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let mut out = String::with_capacity(body.len());
     out.push_str(&body[..first]);
     let mut i = first;
-    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(body.get(at..at + 4)?, 16).ok() };
     while i < b.len() {
         let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
             out.push_str(&body[i..]);
@@ -52,37 +50,45 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
         };
         out.push_str(&body[i..i + k]);
         i += k;
-        let c = match *b.get(i + 1)? {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let cp = hex(i + 2)?;
-                i += 4;
-                match cp {
-                    0xD800..=0xDBFF => {
-                        let low = (b.get(i + 2..i + 4) == Some(b"\\u")).then(|| hex(i + 4)).flatten()?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return None;
-                        }
-                        i += 6;
-                        char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?
-                    }
-                    0xDC00..=0xDFFF => return None,
-                    _ => char::from_u32(cp)?,
-                }
-            }
-            _ => return None,
-        };
+        let (c, len) = escape_at(body, i)?;
         out.push(c);
-        i += 2;
+        i += len;
     }
     Some(Cow::Owned(out))
+}
+
+/// The character of the escape at `i` of a JSON string's body (which starts with `\`)
+/// and the escape's length; a `\u` surrogate pair is one character. `None` for an
+/// escape a parser refuses (an unknown letter, a surrogate that is not half of a pair).
+pub fn escape_at(body: &str, i: usize) -> Option<(char, usize)> {
+    let b = body.as_bytes();
+    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(body.get(at..at + 4)?, 16).ok() };
+    let c = match *b.get(i + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let cp = hex(i + 2)?;
+            return match cp {
+                0xD800..=0xDBFF => {
+                    let low = (b.get(i + 6..i + 8) == Some(b"\\u")).then(|| hex(i + 8)).flatten()?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    Some((char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?, 12))
+                }
+                0xDC00..=0xDFFF => None,
+                _ => Some((char::from_u32(cp)?, 6)),
+            };
+        }
+        _ => return None,
+    };
+    Some((c, 2))
 }
 
 /// The text content of an item: the string, or its text blocks joined by newlines.
@@ -90,58 +96,17 @@ pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
     raw_content(t, item).map(decode).unwrap_or_default()
 }
 
-/// What a summary line shows of an item: `render::preview(item_text, max)`. For a long
-/// string content only a prefix is decoded, and its preview is used only when it
-/// already reaches the cut (so what follows cannot change it); otherwise the whole text
-/// is decoded and left for the renderer to preview.
+/// What a summary line shows of an item: `render::preview(item_text, max)`. A string
+/// content is previewed straight from its JSON literal, decoded only up to the cut;
+/// blocks are decoded whole and left for the renderer to preview.
 pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> crate::render::EntryText {
     use crate::render::EntryText;
     let Some(raw) = raw_content(t, item) else { return EntryText::Full(String::new()) };
-    if let Some(prefix) = string_prefix(raw, max.saturating_mul(2).saturating_add(32)) {
-        if let Some(text) = unescape_literal(&prefix) {
-            if let Some(shown) = crate::render::preview_if_cut(&text, max) {
-                return EntryText::Preview(shown);
-            }
-        }
+    // A string is previewed from the literal itself, decoding only up to the cut.
+    if let Some((shown, _)) = crate::render::preview_json(raw, max) {
+        return EntryText::Preview(shown);
     }
     EntryText::Full(decode(raw))
-}
-
-/// The first `bytes` (or a few more) of a JSON string literal as a literal of its own,
-/// cut outside any escape and on a character boundary; `None` when it is short anyway.
-fn string_prefix(raw: &str, bytes: usize) -> Option<String> {
-    let b = raw.as_bytes();
-    if b.first() != Some(&b'"') || b.len() <= bytes + 2 {
-        return None;
-    }
-    let mut i = 1;
-    while i < bytes {
-        // Straight to the next escape or quote: the bytes between are taken whole.
-        let Some(k) = memchr::memchr2(b'\\', b'"', &b[i..bytes]) else {
-            i = bytes;
-            break;
-        };
-        i += k;
-        match b[i] {
-            // \uXXXX, and its low surrogate when it is the first half of a pair
-            b'\\' if b.get(i + 1) == Some(&b'u') => {
-                i += 6;
-                if b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
-                    i += 6;
-                }
-            }
-            b'\\' => i += 2,
-            _ => return None, // the closing quote: the string is short
-        }
-    }
-    while i < b.len() && !raw.is_char_boundary(i) {
-        i += 1;
-    }
-    let i = i.min(b.len() - 1);
-    let mut out = String::with_capacity(i + 1);
-    out.push_str(&raw[..i]);
-    out.push('"');
-    Some(out)
 }
 
 /// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`
@@ -184,21 +149,6 @@ mod tests {
             let ascii = super::ascii_literal(&s);
             prop_assert_eq!(super::unescape_literal(&literal).map(std::borrow::Cow::into_owned), Some(s.clone()));
             prop_assert_eq!(super::unescape_literal(&ascii).map(std::borrow::Cow::into_owned), Some(s.clone()));
-        }
-
-        /// A prefix decoded for a preview gives the preview of the whole text.
-        #[test]
-        fn a_preview_of_a_prefix_is_the_preview_of_the_text(
-            s in "[a-z \\n\"\\\\\u{1b}é🙂\u{a0}]{0,400}", max in 0usize..40, cut in 0usize..200,
-        ) {
-            let raw = serde_json::to_string(&s).unwrap();
-            if let Some(prefix) = super::string_prefix(&raw, cut) {
-                let text: String = serde_json::from_str(&prefix).unwrap();
-                prop_assert!(s.starts_with(&text));
-                if let Some(shown) = crate::render::preview_if_cut(&text, max) {
-                    prop_assert_eq!(shown, crate::render::preview(&s, max));
-                }
-            }
         }
     }
 }
