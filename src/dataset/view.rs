@@ -216,43 +216,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for ChatText<'a> {
 /// escapes; `None` for a surrogate escape that is not half of a pair (which the decoder
 /// refuses, so the line goes the canonical way and gets its error there).
 fn decoded_len(raw: &str) -> Option<u64> {
-    let body = raw.as_bytes().get(1..raw.len().saturating_sub(1))?;
-    let hex = |at: usize| -> Option<u32> {
-        let digits = std::str::from_utf8(body.get(at..at + 4)?).ok()?;
-        u32::from_str_radix(digits, 16).ok()
-    };
+    let body = raw.strip_prefix('"')?.strip_suffix('"')?;
     let mut len = body.len();
     let mut i = 0;
-    while let Some(k) = memchr::memchr(b'\\', &body[i..]) {
-        let at = i + k;
-        if body.get(at + 1) != Some(&b'u') {
-            len -= 1;
-            i = at + 2;
-            continue;
-        }
-        let cp = hex(at + 2)?;
-        match cp {
-            0xD800..=0xDBFF => {
-                let low = (body.get(at + 6..at + 8) == Some(b"\\u")).then(|| hex(at + 8)).flatten()?;
-                if !(0xDC00..=0xDFFF).contains(&low) {
-                    return None;
-                }
-                len = len - 12 + 4;
-                i = at + 12;
-            }
-            0xDC00..=0xDFFF => return None,
-            _ => {
-                len = len - 6
-                    + if cp < 0x80 {
-                        1
-                    } else if cp < 0x800 {
-                        2
-                    } else {
-                        3
-                    };
-                i = at + 6;
-            }
-        }
+    while let Some(k) = memchr::memchr(b'\\', &body.as_bytes()[i..]) {
+        let (c, escape) = crate::transcript::escape_at(body, i + k)?;
+        len -= escape - c.len_utf8();
+        i += k + escape;
     }
     Some(len as u64)
 }
