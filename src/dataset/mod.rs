@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::formats::openai::{to_canonical, NAME_PREFIX};
 use crate::formats::{openhands, InputFormat};
 use crate::output::OutputFormat;
+use crate::policy::injected::{self, is_message};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -58,20 +59,6 @@ pub fn chat_line(done: &Processed<'_>) -> String {
     }
     messages.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message_text(a)));
     format!("{{\"messages\":[{}]}}", messages.join(","))
-}
-
-/// Whether an appended canonical record is a message (not an event, which has no
-/// place in a chat line). Injected records start with their type.
-fn is_message(record: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Typed<'a> {
-        #[serde(borrow, rename = "type")]
-        ty: Option<std::borrow::Cow<'a, str>>,
-    }
-    if let Some(rest) = record.strip_prefix("{\"type\":") {
-        return rest.starts_with("\"message\"");
-    }
-    serde_json::from_str::<Typed<'_>>(record).is_ok_and(|t| t.ty.as_deref() == Some("message"))
 }
 
 /// One canonical item as a chat message.
@@ -127,51 +114,12 @@ fn chat_message_text(record: &str) -> String {
 
 /// [`chat_message_text`], appended to `out`.
 fn push_chat_message(out: &mut String, record: &str) {
-    let (kind, content) = injected_parts(record).map_or_else(|| injected_parts_parsed(record), |(k, c)| (k.into(), c));
+    let (kind, content) = injected::parts(record);
     out.push_str("{\"role\":\"user\",\"name\":");
     crate::render::push_json_str(out, &format!("{NAME_PREFIX}{kind}"));
     out.push_str(",\"content\":");
     out.push_str(content);
     out.push('}');
-}
-
-/// The kind and the content (as JSON) of a record the policy injected, read from the
-/// layout it is written in (`injected::with_id`: `synthetic` before any field of its
-/// own, `content` last) without parsing it again. Outside a string a `"` is never
-/// escaped, and inside one it always is, so the keys found are the record's own.
-fn injected_parts(record: &str) -> Option<(&str, &str)> {
-    const SYNTHETIC: &[u8] = b",\"synthetic\":\"";
-    const CONTENT: &str = ",\"content\":";
-    let rest = record.strip_prefix("{\"type\":\"message\",")?.strip_suffix('}')?;
-    let kind_at = memchr::memmem::find(rest.as_bytes(), SYNTHETIC)? + SYNTHETIC.len();
-    let kind = &rest[kind_at..kind_at + rest[kind_at..].find('"')?];
-    // The content is the last value, a string: it opens at the last quote that is not
-    // escaped (preceded by an even number of backslashes), found from the end.
-    let b = rest.as_bytes();
-    let mut end = b.len().checked_sub(1).filter(|&e| b[e] == b'"')?;
-    let open = loop {
-        let q = memchr::memrchr(b'"', &b[..end])?;
-        let backslashes = b[..q].iter().rev().take_while(|&&c| c == b'\\').count();
-        if backslashes % 2 == 0 {
-            break q;
-        }
-        end = q;
-    };
-    let content = &rest[open..];
-    (!kind.contains('\\') && rest[..open].ends_with(CONTENT)).then_some((kind, content))
-}
-
-/// [`injected_parts`] by parsing the record (any other layout).
-fn injected_parts_parsed(record: &str) -> (std::borrow::Cow<'_, str>, &str) {
-    #[derive(serde::Deserialize)]
-    struct Injected<'a> {
-        #[serde(borrow, default)]
-        synthetic: Option<std::borrow::Cow<'a, str>>,
-        #[serde(borrow, default)]
-        content: Option<&'a serde_json::value::RawValue>,
-    }
-    let injected: Injected<'_> = serde_json::from_str(record).unwrap_or(Injected { synthetic: None, content: None });
-    (injected.synthetic.unwrap_or("note".into()), injected.content.map_or("\"\"", serde_json::value::RawValue::get))
 }
 
 /// What happened to one dataset line.
@@ -391,35 +339,4 @@ pub fn add_line_stats(
         stats.failed += 1;
         format!("{}:{line_no}: {m}", file.display())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Reading an injected record by its layout gives what parsing it gives.
-        #[test]
-        fn injected_records_are_read_by_their_layout(
-            turn in proptest::option::of("[a-z\",:\\\\ ]{0,12}"),
-            own in proptest::option::of("[a-z\",:\\\\{} ]{0,20}"),
-            content in "[a-z\",:\\\\{}\n é]{0,60}",
-            kind in "(history_summary_fallback|pressure_reminder|reanchor|checkpoint)",
-        ) {
-            let mut m = serde_json::Map::new();
-            m.insert("type".into(), "message".into());
-            m.insert("id".into(), format!("rivumi:{kind}").into());
-            m.insert("turn".into(), turn.map_or(serde_json::Value::Null, Into::into));
-            m.insert("role".into(), "user".into());
-            m.insert("synthetic".into(), kind.clone().into());
-            if let Some(o) = own {
-                m.insert("summarized".into(), serde_json::json!([o, {"x": 1, "content": o, "synthetic": o}]));
-            }
-            m.insert("content".into(), content.into());
-            let record = serde_json::Value::Object(m).to_string();
-            let fast = super::injected_parts(&record).expect("the layout is read");
-            let parsed = super::injected_parts_parsed(&record);
-            prop_assert_eq!((fast.0, fast.1), (parsed.0.as_ref(), parsed.1));
-        }
-    }
 }

@@ -17,7 +17,7 @@ mod boundary;
 mod conversation;
 mod decision;
 mod fallback;
-mod injected;
+pub mod injected;
 mod journal;
 mod measure;
 

@@ -21,7 +21,6 @@ mod codex;
 use crate::engine::Processed;
 use crate::formats::InputFormat;
 use crate::transcript::Synthetic;
-use serde_json::Value;
 use std::io::{self, Write};
 
 /// Writes `original` (the input as read) followed by the compaction `done` plans, in
@@ -108,13 +107,12 @@ impl Compaction {
 
 /// An injected canonical record as a step, when it is a message (events are not).
 fn injected(record: &str) -> Option<Step> {
-    let v: Value = serde_json::from_str(record).ok()?;
-    if v.get("type").and_then(Value::as_str) != Some("message") {
+    if !crate::policy::injected::is_message(record) {
         return None;
     }
-    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note").to_string();
-    let text = v.get("content").and_then(Value::as_str).unwrap_or("").to_string();
-    Some(Step::Injected(kind, text))
+    let (kind, content) = crate::policy::injected::parts(record);
+    let text = crate::transcript::unescape_literal(content).unwrap_or_default();
+    Some(Step::Injected(kind.into_owned(), text.into_owned()))
 }
 
 /// The kind of an injected text, from the header every rendered text starts with (how
