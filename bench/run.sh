@@ -30,6 +30,9 @@ best() {
 }
 # best of N runs (the slow baselines run fewer times)
 best_of() { local n=$1; shift; RUNS=$n best "$@"; }
+# one line of a results table: measure, seconds (or a figure), ratio, target
+row() { printf '%-44s %10s %10s %8s\n' "$1" "$2" "$3" "$4"; }
+secs() { printf '%.3f' "$1"; }
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
 
@@ -58,18 +61,18 @@ dataset_bench() {
     lc_note="skipped: langchain-core could not be installed into $venv (no network?)"
   fi
   echo "dataset: $agents, $(( dsize / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; best of $RUNS runs (Python 2, LangChain 1); $(nproc) cores"
-  printf '%-44s %10s %10s %8s\n' "measure" "seconds" "ratio" "target"
-  printf '%-44s %10.3f %10s %8s\n' "bare serde_json IgnoredAny parse" "$t_dbare" "1.00" ""
-  printf '%-44s %10.3f %10s %8s\n' "dataset mode, every line compacts" "$t_most" "$(ratio "$t_most" "$t_dbare")" "<= 1.5"
-  printf '%-44s %10.3f %10s %8s\n' "dataset mode, no line compacts" "$t_none" "$(ratio "$t_none" "$t_dbare")" "<= 1.5"
-  printf '%-44s %10.3f %10s %8s\n' "python json.loads + json.dumps (vs compacting)" "$t_py" "$(ratio "$t_py" "$t_most")" ">= 3"
+  row "measure" "seconds" "ratio" "target"
+  row "bare serde_json IgnoredAny parse" "$(secs "$t_dbare")" "1.00" ""
+  row "dataset mode, every line compacts" "$(secs "$t_most")" "$(ratio "$t_most" "$t_dbare")" "<= 1.5"
+  row "dataset mode, no line compacts" "$(secs "$t_none")" "$(ratio "$t_none" "$t_dbare")" "<= 1.5"
+  row "python json.loads + json.dumps (vs compacting)" "$(secs "$t_py")" "$(ratio "$t_py" "$t_most")" ">= 3"
   if [ -n "${t_lc:-}" ]; then
-    printf '%-44s %10.3f %10s %8s\n' "langchain trim_messages (vs compacting)" "$t_lc" "$(ratio "$t_lc" "$t_most")" ">= 15"
+    row "langchain trim_messages (vs compacting)" "$(secs "$t_lc")" "$(ratio "$t_lc" "$t_most")" ">= 15"
   else
     echo "langchain trim_messages: $lc_note"
   fi
-  printf '%-44s %10.3f %10s %8s\n' "every line compacts, --jobs 1 (speed-up of 2)" "$t_most1" "$(ratio "$t_most1" "$t_most")" ">= 1.7"
-  printf '%-44s %10s %10s %8s\n' "peak RSS, every line compacts" "$(( rss_a / 1024 )) MiB" "" ""
+  row "every line compacts, --jobs 1 (speed-up of 2)" "$(secs "$t_most1")" "$(ratio "$t_most1" "$t_most")" ">= 1.7"
+  row "peak RSS, every line compacts" "$(( rss_a / 1024 )) MiB" "" ""
   "$BIN" run "$agents" --max-total-tokens 3000 --jobs 1 > "$OUT/agents-j1.jsonl" 2> /dev/null
   "$BIN" run "$agents" --max-total-tokens 3000 --jobs 2 > "$OUT/agents-j2.jsonl" 2> /dev/null
   echo "dataset outputs with --jobs 1 and --jobs 2: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl" && echo identical || echo DIFFERENT)"
@@ -121,18 +124,18 @@ rss_ds10=$(peak_kb "$BIN" run "$ds10" --max-total-tokens 3000)
 t_ds10=$(best "$BIN" run "$ds10" --max-total-tokens 3000)
 
 echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; best of $RUNS runs; $(nproc) cores"
-printf '%-44s %10s %10s %8s\n' "measure" "seconds" "ratio" "target"
-printf '%-44s %10.3f %10s %8s\n' "run ($MB MB, fallback applied)" "$t_run" "1.00" ""
-printf '%-44s %10.3f %10s %8s\n' "bare serde_json IgnoredAny parse" "$t_bare" "$(ratio "$t_run" "$t_bare")" "<= 1.5"
-printf '%-44s %10.3f %10s %8s\n' "jq -c ." "$t_jq" "$(ratio "$t_jq" "$t_run")" ">= 10"
-printf '%-44s %10.3f %10s %8s\n' "python json.loads + write" "$t_py" "$(ratio "$t_py" "$t_run")" ">= 3"
-printf '%-44s %10.3f %10s %8s\n' "10x size step (big / step)" "$t_step" "$(ratio "$t_run" "$t_step")" "<= 12"
-printf '%-44s %10s %10s %8s\n' "peak RSS / input size" "$(( rss / 1024 )) MiB" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.5"
-printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 1" "$t_j1" "" ""
-printf '%-44s %10.3f %10s %8s\n' "$FILES files, --jobs 2 (speed-up)" "$t_j2" "$(ratio "$t_j1" "$t_j2")" ">= 1.7"
-printf '%-44s %10s %10s %8s\n' "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m2 / 1024 ))/$(( rss_m20 / 1024 )) MiB" "$(ratio "$rss_m20" "$rss_m2")" "~1"
-printf '%-44s %10s %10s %8s\n' "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
-printf '%-44s %10.3f %10s %8s\n' "dataset mode, 100k lines ($(( $(stat -c %s "$ds10") / 1000000 )) MB)" "$t_ds10" "" ""
+row "measure" "seconds" "ratio" "target"
+row "run ($MB MB, fallback applied)" "$(secs "$t_run")" "1.00" ""
+row "bare serde_json IgnoredAny parse" "$(secs "$t_bare")" "$(ratio "$t_run" "$t_bare")" "<= 1.5"
+row "jq -c ." "$(secs "$t_jq")" "$(ratio "$t_jq" "$t_run")" ">= 10"
+row "python json.loads + write" "$(secs "$t_py")" "$(ratio "$t_py" "$t_run")" ">= 3"
+row "10x size step (big / step)" "$(secs "$t_step")" "$(ratio "$t_run" "$t_step")" "<= 12"
+row "peak RSS / input size" "$(( rss / 1024 )) MiB" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.5"
+row "$FILES files, --jobs 1" "$(secs "$t_j1")" "" ""
+row "$FILES files, --jobs 2 (speed-up)" "$(secs "$t_j2")" "$(ratio "$t_j1" "$t_j2")" ">= 1.7"
+row "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m2 / 1024 ))/$(( rss_m20 / 1024 )) MiB" "$(ratio "$rss_m20" "$rss_m2")" "~1"
+row "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
+row "dataset mode, 100k lines ($(( $(stat -c %s "$ds10") / 1000000 )) MB)" "$(secs "$t_ds10")" "" ""
 echo "outputs with --jobs 1 and --jobs 2: $same; many-files run on: ${FS}"
 echo
 dataset_bench
