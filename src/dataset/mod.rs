@@ -12,6 +12,7 @@ use crate::policy::injected::{self, is_message};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
+mod scan;
 mod view;
 
 /// The output line for a processed conversation: kept messages as they were, injected

@@ -9,14 +9,12 @@
 //! as that path would — a wrong type, a duplicate key, an escaped `messages` key — is
 //! handed to the canonical path (`None`), which also words the errors of bad lines.
 
+use super::scan::Scan;
 use crate::formats::openai::NAME_PREFIX;
 use crate::transcript::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::fmt;
 use std::ops::Range;
 
 /// Where the `messages` array and each message are in the line.
@@ -28,23 +26,7 @@ pub struct Spans {
 /// The transcript of one line and the spans to write it back from, or `None` when the
 /// canonical path must read this line.
 pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
-    let parsed: Line<'_> = serde_json::from_str(line).ok()?;
-    // The contents are the bulk of a line and the parse has found them already: the
-    // scan for the messages' spans steps over them instead of reading them again.
-    let base = line.as_ptr() as usize;
-    let known: Vec<std::ops::Range<usize>> = parsed
-        .messages
-        .iter()
-        .filter_map(|m| m.content.as_ref())
-        .map(|c| {
-            let start = c.1.as_ptr() as usize - base;
-            start..start + c.1.len()
-        })
-        .collect();
-    let spans = spans(line.as_bytes(), &known)?;
-    if spans.messages.len() != parsed.messages.len() {
-        return None;
-    }
+    let (parsed, spans) = scan_line(line)?;
     let count = parsed.messages.len();
     let mut items = Vec::with_capacity(count);
     let mut records = Vec::with_capacity(count);
@@ -123,22 +105,22 @@ fn label(prefix: char, k: usize) -> Cow<'static, str> {
 
 /// Arguments as the canonical path writes them: a JSON string holding JSON is that
 /// JSON, any other string stays a string, a value is written compactly.
-fn arguments(raw: Option<&RawValue>) -> Option<(Box<RawValue>, Value)> {
+fn arguments(raw: Option<&str>) -> Option<(Box<RawValue>, Value)> {
     let value = match raw {
         None => Value::Null,
-        Some(r) if r.get().starts_with('"') => {
-            let s = crate::transcript::unescape_literal(r.get())?;
+        Some(r) if r.starts_with('"') => {
+            let s = crate::transcript::unescape_literal(r)?;
             serde_json::from_str(&s).unwrap_or_else(|_| Value::String(s.into_owned()))
         }
-        Some(r) => serde_json::from_str(r.get()).ok()?,
+        Some(r) => serde_json::from_str(r).ok()?,
     };
     Some((serde_json::value::to_raw_value(&value).ok()?, value))
 }
 
 /// OpenAI counts cached tokens inside `prompt_tokens` (SPEC 1), read as the canonical
 /// path reads it (a missing or non-integer count is 0).
-fn chat_usage(raw: &RawValue) -> Option<Usage> {
-    let u: Value = serde_json::from_str(raw.get()).ok()?;
+fn chat_usage(raw: &str) -> Option<Usage> {
+    let u: Value = serde_json::from_str(raw).ok()?;
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
     let (input, output) = (n(u.get("prompt_tokens")), n(u.get("completion_tokens")));
@@ -150,355 +132,260 @@ fn chat_usage(raw: &RawValue) -> Option<Usage> {
     })
 }
 
-#[derive(Deserialize)]
+/// What the view reads of a line: its messages, and the line's `usage` (raw, kept even
+/// when `null`).
 struct Line<'a> {
-    #[serde(borrow)]
     messages: Vec<Message<'a>>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    usage: Option<&'a RawValue>,
+    usage: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Message<'a> {
-    #[serde(borrow, default)]
     role: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     content: Option<ChatText<'a>>,
-    #[serde(borrow, default)]
     tool_calls: Option<Vec<ChatCall<'a>>>,
-    #[serde(borrow, default)]
     tool_call_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    usage: Option<&'a RawValue>,
+    usage: Option<&'a str>,
 }
 
-/// A key that is present, even as `null` (which `Option` alone would read as absent).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&'de RawValue>::deserialize(d).map(Some)
-}
-
-#[derive(Deserialize)]
+#[derive(Default)]
 struct ChatCall<'a> {
-    #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     function: Option<ChatFunction<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct ChatFunction<'a> {
-    #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
+    arguments: Option<&'a str>,
 }
 
-/// The UTF-8 length of the text the canonical path makes of `content`: a string, the
-/// text blocks joined by newlines, an object's `text`; anything else is empty.
-/// The raw JSON of the value is kept beside the length (for previews).
+/// The UTF-8 length of the text the canonical path makes of `content` — a string, the
+/// text blocks joined by newlines, an object's `text`; anything else is empty — and the
+/// raw JSON of the value (for previews).
 struct ChatText<'a>(u64, &'a str);
 
-impl<'de: 'a, 'a> Deserialize<'de> for ChatText<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // A string (the common case) is measured from its escapes, without decoding it.
-        let raw = <&'de RawValue>::deserialize(d)?.get();
-        if raw.starts_with('"') {
-            return decoded_len(raw).map(|n| ChatText(n, raw)).ok_or_else(|| de::Error::custom("invalid \\u escape"));
+/// Reads a line in one pass: what the view needs, and where the `messages` array and
+/// each message are. `None` for any shape the view does not read as the canonical path
+/// would (a wrong type, a duplicate key, a key with an escape) and for anything the
+/// scanner cannot vouch for.
+fn scan_line(line: &str) -> Option<(Line<'_>, Spans)> {
+    let mut s = Scan::new(line);
+    let (mut messages, mut usage) = (None, None);
+    s.object(0, |s, key| {
+        match key {
+            "messages" if messages.is_none() => {
+                s.peek()?;
+                let start = s.i;
+                let (mut list, mut spans) = (Vec::new(), Vec::new());
+                s.array(1, |s| {
+                    s.peek()?;
+                    let from = s.i;
+                    list.push(message(s)?);
+                    spans.push(from..s.i);
+                    Some(())
+                })?;
+                messages = Some((list, Spans { array: start..s.i, messages: spans }));
+            }
+            "usage" if usage.is_none() => usage = Some(s.raw_value(1)?),
+            "messages" | "usage" => return None,
+            _ => s.skip(1)?,
         }
-        let mut inner = serde_json::Deserializer::from_str(raw);
-        inner.deserialize_any(ChatTextVisitor).map(|n| ChatText(n, raw)).map_err(de::Error::custom)
-    }
-}
-
-/// The UTF-8 length of a valid JSON string literal once decoded, counted from its
-/// escapes; `None` for a surrogate escape that is not half of a pair (which the decoder
-/// refuses, so the line goes the canonical way and gets its error there).
-fn decoded_len(raw: &str) -> Option<u64> {
-    let body = raw.strip_prefix('"')?.strip_suffix('"')?;
-    let mut len = body.len();
-    let mut i = 0;
-    while let Some(k) = memchr::memchr(b'\\', &body.as_bytes()[i..]) {
-        let (c, escape) = crate::transcript::escape_at(body, i + k)?;
-        len -= escape - c.len_utf8();
-        i += k + escape;
-    }
-    Some(len as u64)
-}
-
-struct ChatTextVisitor;
-
-impl<'de> Visitor<'de> for ChatTextVisitor {
-    type Value = u64;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("message content")
-    }
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
-        Ok(s.len() as u64)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<u64, E> {
-        Ok(0)
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<u64, E> {
-        Ok(0)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<u64, E> {
-        Ok(0)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<u64, E> {
-        Ok(0)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<u64, E> {
-        Ok(0)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
-        let (mut bytes, mut texts) = (0u64, 0u64);
-        while let Some(block) = seq.next_element::<BlockText>()? {
-            if let Some(n) = block.0 {
-                bytes += n;
-                texts += 1;
-            }
-        }
-        Ok(bytes + texts.saturating_sub(1))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<u64, A::Error> {
-        let block = BlockTextVisitor.visit_map(map)?;
-        Ok(block.0.unwrap_or(0))
-    }
-}
-
-/// A block's `text` length, when it has a string `text`.
-struct BlockText(Option<u64>);
-
-impl<'de> Deserialize<'de> for BlockText {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(BlockTextVisitor)
-    }
-}
-
-struct BlockTextVisitor;
-
-impl<'de> Visitor<'de> for BlockTextVisitor {
-    type Value = BlockText;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a content block")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BlockText, A::Error> {
-        let mut text = None;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == "text" {
-                text = Some(map.next_value::<TextOrOther>()?.0);
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(BlockText(text.flatten()))
-    }
-    // Anything else in a block list has no text (the canonical path skips it).
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<BlockText, E> {
-        Ok(BlockText(None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<BlockText, E> {
-        Ok(BlockText(None))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<BlockText, E> {
-        Ok(BlockText(None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<BlockText, E> {
-        Ok(BlockText(None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<BlockText, E> {
-        Ok(BlockText(None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<BlockText, E> {
-        Ok(BlockText(None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BlockText, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(BlockText(None))
-    }
-}
-
-/// A `text` value: its length when it is a string.
-struct TextOrOther(Option<u64>);
-
-impl<'de> Deserialize<'de> for TextOrOther {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = TextOrOther;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a text value")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<TextOrOther, E> {
-                Ok(TextOrOther(Some(s.len() as u64)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<TextOrOther, E> {
-                Ok(TextOrOther(None))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<TextOrOther, E> {
-                Ok(TextOrOther(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<TextOrOther, E> {
-                Ok(TextOrOther(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<TextOrOther, E> {
-                Ok(TextOrOther(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<TextOrOther, E> {
-                Ok(TextOrOther(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextOrOther, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(TextOrOther(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextOrOther, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(TextOrOther(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The spans of the top-level `messages` array and its elements, in a line already
-/// known to be valid JSON (serde read it first); `None` for any other shape.
-fn spans(line: &[u8], known: &[std::ops::Range<usize>]) -> Option<Spans> {
-    let mut known = Known { strings: known, next: 0 };
-    let mut i = ws(line, 0);
-    if line.get(i) != Some(&b'{') {
+        Some(())
+    })?;
+    if !s.at_end() {
         return None;
     }
-    i = ws(line, i + 1);
-    let mut found = None;
-    while line.get(i) == Some(&b'"') {
-        let key_end = string_end(line, i)?;
-        let key = &line[i..key_end];
-        i = ws(line, key_end);
-        if line.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(line, i + 1);
-        if key == b"\"messages\"" {
-            if line.get(i) != Some(&b'[') || found.is_some() {
-                return None;
+    let (messages, spans) = messages?;
+    Some((Line { messages, usage }, spans))
+}
+
+/// The keys a message, a call or a function has read (a second one is left to the
+/// canonical path).
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    fn first(&mut self, bit: u8) -> Option<()> {
+        (self.0 & bit == 0).then(|| self.0 |= bit)
+    }
+}
+
+fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a>> {
+    let (mut m, mut seen) = (Message::default(), Seen::default());
+    s.object(2, |s, key| {
+        match key {
+            "role" => {
+                seen.first(1)?;
+                m.role = optional_str(s)?;
             }
-            let start = i;
-            let mut messages = Vec::new();
-            i = ws(line, i + 1);
-            while line.get(i).is_some_and(|b| *b != b']') {
-                let end = value_end(line, i, &mut known)?;
-                messages.push(i..end);
-                i = ws(line, end);
-                if line.get(i) == Some(&b',') {
-                    i = ws(line, i + 1);
+            "content" => {
+                seen.first(2)?;
+                m.content = content(s)?;
+            }
+            "tool_calls" => {
+                seen.first(4)?;
+                m.tool_calls = if s.null()? {
+                    None
+                } else {
+                    let mut calls = Vec::new();
+                    s.array(3, |s| {
+                        calls.push(call(s)?);
+                        Some(())
+                    })?;
+                    Some(calls)
+                };
+            }
+            "tool_call_id" => {
+                seen.first(8)?;
+                m.tool_call_id = optional_str(s)?;
+            }
+            "name" => {
+                seen.first(16)?;
+                m.name = optional_str(s)?;
+            }
+            "usage" => {
+                seen.first(32)?;
+                m.usage = Some(s.raw_value(3)?);
+            }
+            _ => s.skip(3)?,
+        }
+        Some(())
+    })?;
+    Some(m)
+}
+
+fn call<'a>(s: &mut Scan<'a>) -> Option<ChatCall<'a>> {
+    let (mut c, mut seen) = (ChatCall::default(), Seen::default());
+    s.object(4, |s, key| {
+        match key {
+            "id" => {
+                seen.first(1)?;
+                c.id = optional_str(s)?;
+            }
+            "function" => {
+                seen.first(2)?;
+                c.function = if s.null()? { None } else { Some(function(s)?) };
+            }
+            _ => s.skip(5)?,
+        }
+        Some(())
+    })?;
+    Some(c)
+}
+
+fn function<'a>(s: &mut Scan<'a>) -> Option<ChatFunction<'a>> {
+    let (mut f, mut seen) = (ChatFunction::default(), Seen::default());
+    s.object(5, |s, key| {
+        match key {
+            "name" => {
+                seen.first(1)?;
+                f.name = optional_str(s)?;
+            }
+            "arguments" => {
+                seen.first(2)?;
+                f.arguments = if s.null()? { None } else { Some(s.raw_value(6)?) };
+            }
+            _ => s.skip(6)?,
+        }
+        Some(())
+    })?;
+    Some(f)
+}
+
+/// A string or `null` (`Some(None)`); `None` for anything else.
+#[allow(clippy::option_option)] // `None`: not for the view; `Some(None)`: no value
+fn optional_str<'a>(s: &mut Scan<'a>) -> Option<Option<Cow<'a, str>>> {
+    if s.null()? {
+        return Some(None);
+    }
+    let lit = s.string()?;
+    let raw = s.text(lit.start..lit.end);
+    if lit.escaped {
+        return crate::transcript::unescape_literal(raw).map(Some);
+    }
+    Some(Some(Cow::Borrowed(&raw[1..raw.len() - 1])))
+}
+
+/// A message's `content`: `null` is none; a string is measured from its escapes without
+/// being decoded.
+#[allow(clippy::option_option)] // `None`: not for the view; `Some(None)`: no value
+fn content<'a>(s: &mut Scan<'a>) -> Option<Option<ChatText<'a>>> {
+    let first = s.peek()?;
+    let start = s.i;
+    let len = match first {
+        b'n' => {
+            s.null()?;
+            return Some(None);
+        }
+        b'"' => s.string()?.len,
+        b'[' => {
+            let (mut bytes, mut texts) = (0u64, 0u64);
+            s.array(3, |s| {
+                if let Some(n) = block(s, 4)? {
+                    bytes += n;
+                    texts += 1;
                 }
-            }
-            i += 1;
-            found = Some(Spans { array: start..i, messages });
-        } else {
-            i = value_end(line, i, &mut Known { strings: &[], next: 0 })?;
+                Some(())
+            })?;
+            bytes + texts.saturating_sub(1)
         }
-        i = ws(line, i);
-        if line.get(i) == Some(&b',') {
-            i = ws(line, i + 1);
-        }
-    }
-    found
-}
-
-fn ws(line: &[u8], mut i: usize) -> usize {
-    while line.get(i).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-        i += 1;
-    }
-    i
-}
-
-/// The end (one past the closing quote) of the string starting at `i`.
-fn string_end(line: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    loop {
-        let k = j + memchr::memchr2(b'"', b'\\', &line[j..])?;
-        if line[k] == b'\\' {
-            j = k + 2;
-        } else {
-            return Some(k + 1);
-        }
-    }
-}
-
-/// The end of the value starting at `i`.
-fn value_end(line: &[u8], i: usize, known: &mut Known<'_>) -> Option<usize> {
-    match line.get(i)? {
-        b'"' => known.end_at(i).map_or_else(|| string_end(line, i), Some),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match line.get(j)? {
-                    b'"' => {
-                        j = known.end_at(j).map_or_else(|| string_end(line, j), Some)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
+        b'{' => block(s, 3)?.unwrap_or(0),
         _ => {
-            let mut j = i;
-            while line.get(j).is_some_and(|b| !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')) {
-                j += 1;
+            s.value(3)?;
+            0
+        }
+    };
+    Some(Some(ChatText(len, s.text(start..s.i))))
+}
+
+/// A content block's `text` length, when it is an object whose (last) `text` is a
+/// string; anything else in a block list has no text.
+#[allow(clippy::option_option)] // `None`: not for the view; `Some(None)`: no value
+fn block(s: &mut Scan<'_>, depth: usize) -> Option<Option<u64>> {
+    if s.peek()? != b'{' {
+        s.value(depth)?;
+        return Some(None);
+    }
+    let mut text = None;
+    s.object(depth, |s, key| {
+        if key == "text" && s.peek()? == b'"' {
+            text = Some(s.string()?.len);
+        } else {
+            if key == "text" {
+                text = None;
             }
-            Some(j)
+            s.value(depth + 1)?;
         }
-    }
-}
-
-/// Strings whose place in the line is known (in order): the scan steps over them.
-struct Known<'k> {
-    strings: &'k [std::ops::Range<usize>],
-    next: usize,
-}
-
-impl Known<'_> {
-    /// The end of the known string that starts at `i`, if one does.
-    fn end_at(&mut self, i: usize) -> Option<usize> {
-        while self.strings.get(self.next).is_some_and(|r| r.start < i) {
-            self.next += 1;
-        }
-        let r = self.strings.get(self.next).filter(|r| r.start == i)?;
-        self.next += 1;
-        Some(r.end)
-    }
+        Some(())
+    })?;
+    Some(text)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::scan::Scan;
     use proptest::prelude::*;
+
+    fn measured(literal: &str) -> Option<u64> {
+        Scan::new(literal).string().map(|lit| lit.len)
+    }
 
     proptest! {
         #[test]
-        fn a_string_is_measured_from_its_escapes(s in "[a-z \"\\\\\\n\\t\u{1}é€🙂\u{7ff}\u{800}]{0,40}") {
+        fn a_string_is_measured_from_its_escapes(s in "[a-z \"\\\\\n\t\u{1}é€🙂\u{7ff}\u{800}]{0,40}") {
             let n = s.len() as u64;
-            prop_assert_eq!(super::decoded_len(&serde_json::to_string(&s).unwrap()), Some(n));
-            prop_assert_eq!(super::decoded_len(&crate::transcript::ascii_literal(&s)), Some(n));
+            prop_assert_eq!(measured(&serde_json::to_string(&s).unwrap()), Some(n));
+            prop_assert_eq!(measured(&crate::transcript::ascii_literal(&s)), Some(n));
         }
     }
 
     #[test]
     fn a_lone_surrogate_is_not_measured() {
-        assert_eq!(super::decoded_len(r#""a\ud83d""#), None);
-        assert_eq!(super::decoded_len(r#""\ude00b""#), None);
-        assert_eq!(super::decoded_len(r#""\ud83d\u0041""#), None);
-        assert_eq!(super::decoded_len(r#""\ud83d\ude00""#), Some(4));
+        assert_eq!(measured(r#""a\ud83d""#), None);
+        assert_eq!(measured(r#""\ude00b""#), None);
+        assert_eq!(measured(r#""\ud83d\u0041""#), None);
+        assert_eq!(measured(r#""\ud83d\ude00""#), Some(4));
     }
 }

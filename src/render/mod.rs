@@ -78,6 +78,12 @@ impl Previewer {
         let mut i = 0;
         while i < b.len() {
             if !b[i].is_ascii_graphic() {
+                // ASCII whitespace (indentation, line ends) only marks a space to come.
+                if matches!(b[i], b' ' | b'\t'..=b'\r') {
+                    self.space = self.count > 0;
+                    i += 1;
+                    continue;
+                }
                 let c = s[i..].chars().next().expect("i is on a character boundary");
                 i += c.len_utf8();
                 if !self.char(c) {
@@ -91,6 +97,12 @@ impl Previewer {
             let room = self.max - self.count + usize::from(self.space);
             let seg = &b[i..(i + room + 2).min(b.len())];
             let mut run = 0;
+            while let Some(w) = seg.get(run..run + 8) {
+                if !is_folded_word(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
+                    break;
+                }
+                run += 8;
+            }
             while let Some(&c) = seg.get(run) {
                 if c.is_ascii_graphic() {
                     run += 1;
@@ -101,12 +113,10 @@ impl Previewer {
                 }
             }
             if self.space {
-                if self.count == self.max {
-                    return self.cut();
-                }
-                self.out.push(' ');
-                self.count += 1;
                 self.space = false;
+                if !self.push(' ') {
+                    return false;
+                }
             }
             let take = run.min(self.max - self.count);
             self.out.push_str(&s[i..i + take]);
@@ -125,81 +135,74 @@ impl Previewer {
             self.space = self.count > 0;
             return true;
         }
-        let mut shown = String::new();
         if self.space {
-            shown.push(' ');
             self.space = false;
+            if !self.push(' ') {
+                return false;
+            }
         }
         if crate::ui::is_unsafe(c) {
-            shown.push_str(&crate::ui::escape(c.encode_utf8(&mut [0; 4])));
-        } else {
-            shown.push(c);
+            return crate::ui::escape(c.encode_utf8(&mut [0; 4])).chars().all(|e| self.push(e));
         }
-        for e in shown.chars() {
-            if self.count == self.max {
-                return self.cut();
-            }
-            self.out.push(e);
-            self.count += 1;
+        self.push(c)
+    }
+
+    /// Shows one character unless the preview is full; `false` once it is cut.
+    fn push(&mut self, c: char) -> bool {
+        if self.count == self.max {
+            return self.cut();
         }
+        self.out.push(c);
+        self.count += 1;
         true
     }
 }
 
-/// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
-/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); runs with nothing to
-/// escape are found eight bytes at a time.
-#[allow(clippy::many_single_char_names)] // bytes, words and indices of a byte loop
-pub fn push_json_str(out: &mut String, s: &str) {
+/// Whether eight bytes (after a printable one) are already folded text: printable
+/// ASCII and single spaces, the last byte not a space.
+#[allow(clippy::many_single_char_names)]
+fn is_folded_word(w: u64) -> bool {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Whether any byte of the word is below 0x20, a quote or a backslash.
-    let special = |w: u64| {
-        let zero = |x: u64| x.wrapping_sub(LOW) & !x & HIGH;
-        (w.wrapping_sub(LOW * 0x20) & !w & HIGH)
-            | zero(w ^ (LOW * u64::from(b'"')))
-            | zero(w ^ (LOW * u64::from(b'\\')))
-    };
+    const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // Some byte below a space, or from DEL up (each test exact for "some byte").
+    let below = w.wrapping_sub(LOW * 0x20) & !w & HIGH;
+    let above = (((w & SEVEN) + LOW) | w) & HIGH;
+    // The spaces, exactly: the high bit of each byte that is 0x20.
+    let t = w ^ (LOW * 0x20);
+    let spaces = !(((t & SEVEN) + SEVEN) | t) & HIGH;
+    below | above == 0 && spaces & (spaces << 8) == 0 && spaces >> 63 == 0
+}
+
+/// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); the runs with nothing
+/// to escape are found sixteen bytes at a time and copied whole.
+pub fn push_json_str(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
     out.push('"');
-    let (mut start, mut i) = (0, 0);
-    while i < b.len() {
-        if i + 8 <= b.len() {
-            let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
-            if special(w) == 0 {
-                i += 8;
-                continue;
-            }
-        }
-        let c = b[i];
-        let escaped: Option<&str> = match c {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            0..=0x1f => None,
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
+    let mut start = 0;
+    loop {
+        let i = crate::transcript::find_special(b, start);
         out.push_str(&s[start..i]);
-        if let Some(e) = escaped {
-            out.push_str(e);
-        } else {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(c >> 4)]));
-            out.push(char::from(HEX[usize::from(c & 0xf)]));
+        let Some(&c) = b.get(i) else { break };
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(c >> 4)]));
+                out.push(char::from(HEX[usize::from(c & 0xf)]));
+            }
         }
-        i += 1;
-        start = i;
+        start = i + 1;
     }
-    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -257,6 +260,25 @@ mod tests {
         #[test]
         fn preview_is_fold_escape_cut(s in "[a-z~!{}\" \\n\\t\\x0b\\x0c\\r\u{1}\u{1c}\u{7f}\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,80}", max in 0usize..40) {
             prop_assert_eq!(super::preview(&s, max), reference(&s, max));
+        }
+    }
+
+    #[test]
+    fn folded_words_are_found_exactly() {
+        // Every byte at every place, beside printable ones and spaces.
+        for at in 0..8 {
+            for b in 0..=255u8 {
+                for fill in [b'a', b' '] {
+                    let mut w = [b'x'; 8];
+                    w[at] = b;
+                    if at > 0 {
+                        w[at - 1] = fill;
+                    }
+                    let want =
+                        w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
+                    assert_eq!(super::is_folded_word(u64::from_le_bytes(w)), want, "{w:?}");
+                }
+            }
         }
     }
 

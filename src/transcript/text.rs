@@ -57,6 +57,44 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     Some(Cow::Owned(out))
 }
 
+/// The index of the first byte from `i` on that a JSON string literal cannot hold as
+/// it is — a quote, a backslash or a control character (below 0x20) — or `b.len()`.
+/// Sixteen bytes at a time (SSE2, which every x86-64 has), then a byte at a time.
+pub fn find_special(b: &[u8], i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 processor has it.
+    let i = unsafe { find_special_sse2(b, i) };
+    b.get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20))
+        .map_or(b.len(), |k| i + k)
+}
+
+/// [`find_special`] sixteen bytes at a time: the index of the first special byte, or of
+/// the first of the last (fewer than sixteen) bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn find_special_sse2(b: &[u8], mut i: usize) -> usize {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let (quote, backslash, control) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8), _mm_set1_epi8(0x1f));
+    while let Some(chunk) = b.get(i..i + 16) {
+        // SAFETY: `chunk` is 16 readable bytes, and the load needs no alignment.
+        let v = unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) };
+        // A byte is a control character when max(byte, 0x1f) is 0x1f (unsigned).
+        let hits = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+            _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
+        );
+        let mask = _mm_movemask_epi8(hits).cast_unsigned();
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    i
+}
+
 /// The character of the escape at `i` of a JSON string's body (which starts with `\`)
 /// and the escape's length; a `\u` surrogate pair is one character. `None` for an
 /// escape a parser refuses (an unknown letter, a surrogate that is not half of a pair).
@@ -131,6 +169,25 @@ pub(crate) fn ascii_literal(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
+    #[test]
+    fn special_bytes_are_found_wherever_they_are() {
+        // Every byte value at every place of a buffer longer than two SIMD chunks, and
+        // searches starting on either side of it.
+        for len in [0, 1, 15, 16, 17, 40] {
+            for at in 0..len {
+                for c in 0..=255u8 {
+                    let mut b = vec![b'a'; len];
+                    b[at] = c;
+                    let special = c == b'"' || c == b'\\' || c < 0x20;
+                    for from in [0, at, at + 1] {
+                        let want = if special && from <= at { at } else { len };
+                        assert_eq!(super::find_special(&b, from), want, "len {len}, byte {c} at {at}, from {from}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn unescaping_refuses_what_the_parser_refuses() {

@@ -169,31 +169,158 @@ fn chat_line() -> impl Strategy<Value = String> {
     })
 }
 
+/// A JSON value written as Python's `json.dumps` writes it by default: `", "` and
+/// `": "` between items, every character outside printable ASCII as `\uXXXX`.
+fn python_dumps(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {
+                    out.push(c);
+                } else {
+                    for u in c.encode_utf16(&mut [0u16; 2]) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+            }
+            out + "\""
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(python_dumps).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", python_dumps(&Value::from(k.as_str())), python_dumps(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A dataset line as serde_json writes it, or as Python does.
+fn any_chat_line() -> impl Strategy<Value = String> {
+    (chat_line(), any::<bool>()).prop_map(|(line, python)| {
+        if python {
+            python_dumps(&serde_json::from_str(&line).unwrap())
+        } else {
+            line
+        }
+    })
+}
+
+/// Whether a dataset line gives the same outcome through the view and the canonical path.
+fn same_outcome(line: &str, budget: u64, agent: bool) -> Result<(), TestCaseError> {
+    use rivumi_compact::dataset::{process_line, process_line_canonical, LineOutcome};
+    let mut cfg = Config::default();
+    cfg.task.max_total_tokens = Some(budget);
+    if !agent {
+        cfg.runtime.kind = rivumi_compact::config::RuntimeKind::Conversation;
+        cfg.runtime.native_compaction = false;
+        cfg.runtime.context_window = Some(budget);
+    }
+    let mut settings = Settings::from_config(&cfg);
+    settings.input_format = rivumi_compact::formats::InputFormat::Openai;
+    let file = Path::new("d.jsonl");
+    let shape = |o: LineOutcome| match o {
+        LineOutcome::Changed(s) => format!("changed {}", serde_json::from_str::<serde_json::Value>(&s).unwrap()),
+        LineOutcome::Unchanged => "unchanged".to_string(),
+        LineOutcome::Bad(m) => format!("bad {m}"),
+    };
+    let fast = shape(process_line(line, file, 1, &settings).unwrap());
+    let reference = shape(process_line_canonical(line, file, 1, &settings).unwrap());
+    prop_assert_eq!(fast, reference, "line: {}", line);
+    Ok(())
+}
+
+/// A change made to a line: text put in, a character taken out or replaced.
+#[derive(Debug, Clone)]
+enum Edit {
+    Insert(proptest::sample::Index, &'static str),
+    Remove(proptest::sample::Index),
+    Replace(proptest::sample::Index, &'static str),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    // What breaks JSON, or makes a line valid in a way the view does not read.
+    let piece = proptest::sample::select(vec![
+        "\"",
+        "\\",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        "0",
+        "00",
+        "-",
+        ".",
+        "1e400",
+        "e5",
+        "n",
+        "null",
+        "true",
+        "\\u",
+        "\\ud83d",
+        "\\ude00",
+        "\\x",
+        "\u{1}",
+        "\u{1f}",
+        "\u{7f}",
+        "é",
+        "\t",
+        "\r",
+        "\"messages\":[]",
+        "\"role\":\"user\"",
+        "\"content\":1",
+        "\"usage\":null",
+        "\"tool_calls\":{}",
+    ]);
+    prop_oneof![
+        (any::<proptest::sample::Index>(), piece.clone()).prop_map(|(i, p)| Edit::Insert(i, p)),
+        any::<proptest::sample::Index>().prop_map(Edit::Remove),
+        (any::<proptest::sample::Index>(), piece).prop_map(|(i, p)| Edit::Replace(i, p)),
+    ]
+}
+
+/// `line` with `edits` made, each at a character boundary.
+fn edited(line: &str, edits: &[Edit]) -> String {
+    let mut chars: Vec<String> = line.chars().map(String::from).collect();
+    for e in edits {
+        match e {
+            Edit::Insert(i, p) => chars.insert(i.index(chars.len() + 1), (*p).to_string()),
+            Edit::Remove(i) if !chars.is_empty() => drop(chars.remove(i.index(chars.len()))),
+            Edit::Replace(i, p) if !chars.is_empty() => {
+                let at = i.index(chars.len());
+                chars[at] = (*p).to_string();
+            }
+            _ => {}
+        }
+    }
+    chars.concat()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// Dataset lines read through the borrowed view give what the canonical path gives.
     #[test]
-    fn the_dataset_view_and_the_canonical_path_agree(line in chat_line(), budget in 20u64..3000, agent in any::<bool>()) {
-        use rivumi_compact::dataset::{process_line, process_line_canonical, reads_through_view, LineOutcome};
-        prop_assert!(reads_through_view(&line), "every well-formed shape is read by the view: {}", line);
-        let mut cfg = Config::default();
-        cfg.task.max_total_tokens = Some(budget);
-        if !agent {
-            cfg.runtime.kind = rivumi_compact::config::RuntimeKind::Conversation;
-            cfg.runtime.native_compaction = false;
-            cfg.runtime.context_window = Some(budget);
+    fn the_dataset_view_and_the_canonical_path_agree(line in any_chat_line(), budget in 20u64..3000, agent in any::<bool>()) {
+        prop_assert!(rivumi_compact::dataset::reads_through_view(&line), "every well-formed shape is read by the view: {}", line);
+        same_outcome(&line, budget, agent)?;
+    }
+
+    /// The view reads no line that the JSON parser refuses, and a changed line it does
+    /// read gives what the canonical path gives.
+    #[test]
+    fn the_view_reads_no_line_the_parser_refuses(line in any_chat_line(), edits in proptest::collection::vec(edit(), 1..4)) {
+        let line = edited(&line, &edits);
+        if rivumi_compact::dataset::reads_through_view(&line) {
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok(), "read by the view, refused by the parser: {}", line);
+            same_outcome(&line, 200, true)?;
         }
-        let mut settings = Settings::from_config(&cfg);
-        settings.input_format = rivumi_compact::formats::InputFormat::Openai;
-        let file = Path::new("d.jsonl");
-        let shape = |o: LineOutcome| match o {
-            LineOutcome::Changed(s) => format!("changed {}", serde_json::from_str::<serde_json::Value>(&s).unwrap()),
-            LineOutcome::Unchanged => "unchanged".to_string(),
-            LineOutcome::Bad(m) => format!("bad {m}"),
-        };
-        let fast = shape(process_line(&line, file, 1, &settings).unwrap());
-        let reference = shape(process_line_canonical(&line, file, 1, &settings).unwrap());
-        prop_assert_eq!(fast, reference, "line: {}", line);
     }
 }
