@@ -108,10 +108,18 @@ enum Stop {
 /// busy, small enough that memory stays flat.
 const BLOCK: usize = 4 << 20;
 
-/// A block of whole lines and the number of the first one.
+/// A block of whole lines (the first `len` bytes of `bytes`; the rest is a recycled
+/// buffer's old content) and the number of the first line.
 struct Block {
     bytes: Vec<u8>,
+    len: usize,
     first_line: usize,
+}
+
+impl Block {
+    fn data(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Streams a dataset: a reader thread cuts the input into blocks of whole lines (no
@@ -125,22 +133,41 @@ fn stream(
     pool: &rayon::ThreadPool,
     size: Option<u64>,
 ) -> std::result::Result<Counts, Stop> {
-    let limit = crate::source::max_input_bytes();
     let progress = Progress::new(size);
+    let mut blocks = BlockReader::new(reader, file);
+    let threads = pool.current_num_threads();
+    if threads == 1 {
+        // One job is one thread: read, compact and write in turn (a process per core,
+        // as under Spark or `xargs -P`, gets no helper threads competing for it).
+        let (mut counts, mut piece, mut spent) = (Counts::default(), Piece::default(), Vec::new());
+        while let Some(block) = blocks.next(std::mem::take(&mut spent)) {
+            let block = block?;
+            piece.fill(&block, 0, &split_lines(block.data()), file, settings);
+            write_block(&block, std::slice::from_ref(&piece), w, &mut counts, &progress)?;
+            spent = block.bytes;
+        }
+        progress.finish();
+        return Ok(counts);
+    }
     // The reader is not joined: after an error here (a closed stdout) it may be waiting
     // on an input that never ends, and the process does not wait for it.
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::result::Result<Block, Stop>>(2);
     // Read blocks come back to be filled again: memory is touched once, not per block.
     let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let name = file.to_path_buf();
-    std::thread::spawn(move || read_blocks(reader, &name, limit, &tx, &spent_rx));
+    std::thread::spawn(move || {
+        while let Some(block) = blocks.next(spent_rx.try_recv().unwrap_or_default()) {
+            let failed = block.is_err();
+            if tx.send(block).is_err() || failed {
+                return;
+            }
+        }
+    });
     let mut counts = Counts::default();
     // Two blocks in flight: the pool compacts block k+1 while this thread writes block
     // k, so neither the writing nor the last piece of a block leaves a core waiting.
     // Each block reports back on its own channel, waited for in the order read; its
     // pieces come back with it, to be filled again for a later block.
     let mut free: Vec<Vec<Piece>> = Vec::new();
-    let threads = pool.current_num_threads();
     pool.in_place_scope(|scope| {
         let mut in_flight: std::collections::VecDeque<std::sync::mpsc::Receiver<Compacted>> =
             std::collections::VecDeque::new();
@@ -158,8 +185,8 @@ fn stream(
             let mut outputs = free.pop().unwrap_or_default();
             let (done, report) = std::sync::mpsc::channel();
             scope.spawn(move |_| {
-                let lines = split_lines(&block.bytes);
-                let pieces = pieces(&lines, block.bytes.len(), threads);
+                let lines = split_lines(block.data());
+                let pieces = pieces(&lines, block.len, threads);
                 outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
                 outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, piece))| {
                     out.fill(&block, first, piece, file, settings);
@@ -218,7 +245,7 @@ fn write_block(
             return Err(Stop::Input(Error::Failed(e.clone())));
         }
     }
-    progress.advance(lines, block.bytes.len());
+    progress.advance(lines, block.len);
     Ok(())
 }
 
@@ -257,7 +284,7 @@ impl Piece {
         (self.lines, self.changed, self.failed) = (0, 0, None);
         for (k, range) in ranges.iter().enumerate() {
             let n = block.first_line + first + k;
-            let raw = &block.bytes[range.clone()];
+            let raw = &block.data()[range.clone()];
             let outcome = match std::str::from_utf8(strip_terminator(raw)) {
                 Ok(text) => process_line(text, file, n, settings),
                 Err(e) => {
@@ -301,7 +328,7 @@ impl Piece {
     fn write(&self, block: &Block, w: &mut dyn Write) -> io::Result<()> {
         for part in &self.parts {
             match part {
-                Part::Block(r) => w.write_all(&block.bytes[r.clone()])?,
+                Part::Block(r) => w.write_all(&block.data()[r.clone()])?,
                 Part::Own(r) => w.write_all(&self.bytes[r.clone()])?,
             }
         }
@@ -309,71 +336,111 @@ impl Piece {
     }
 }
 
-/// Reads blocks of whole lines until the end, straight into buffers the consumer gives
-/// back; a line longer than `limit` is an error (found while it is read: an endless line
-/// never fills memory). Stops quietly when the consumer has gone (it stopped on an error
-/// of its own).
-fn read_blocks(
-    mut reader: impl BufRead,
-    file: &Path,
+/// Cuts an input into blocks of whole lines, read straight into buffers the consumer
+/// gives back (their bytes already initialised: nothing is zeroed again); a line longer
+/// than the input limit is an error, found while it is read (an endless line never
+/// fills memory).
+struct BlockReader<R> {
+    reader: R,
+    file: std::path::PathBuf,
     limit: u64,
-    tx: &std::sync::mpsc::SyncSender<std::result::Result<Block, Stop>>,
-    spent: &std::sync::mpsc::Receiver<Vec<u8>>,
-) {
-    /// More bytes read at a time for a line that runs past the block.
-    const MORE: usize = 1 << 20;
-    let too_long = |line: usize| {
-        Stop::Input(Error::bad_line(file, line, 1, format!("cannot read: a line longer than {limit} bytes")))
-    };
-    let mut carry: Vec<u8> = Vec::new();
-    let mut line_no = 1;
-    let mut eof = false;
-    while !eof {
-        let mut bytes = spent.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK + MORE));
-        bytes.clear();
-        bytes.extend_from_slice(&carry);
-        carry.clear();
-        // The end of the last whole line in `bytes` (a carried part has none).
-        let mut last_end: Option<usize> = None;
-        while bytes.len() < BLOCK || last_end.is_none() {
-            if (bytes.len() - last_end.unwrap_or(0)) as u64 > limit {
-                let at = line_no + memchr::memchr_iter(b'\n', &bytes).count();
-                let _ = tx.send(Err(too_long(at)));
-                return;
+    /// The start of a line that ran past the last block.
+    carry: Vec<u8>,
+    line_no: usize,
+    eof: bool,
+}
+
+impl<R: Read> BlockReader<R> {
+    fn new(reader: R, file: &Path) -> BlockReader<R> {
+        let limit = crate::source::max_input_bytes();
+        BlockReader { reader, file: file.to_path_buf(), limit, carry: Vec::new(), line_no: 1, eof: false }
+    }
+
+    fn too_long(&self, line: usize) -> Stop {
+        Stop::Input(Error::bad_line(
+            &self.file,
+            line,
+            1,
+            format!("cannot read: a line longer than {} bytes", self.limit),
+        ))
+    }
+
+    /// The next block, read into `buf`; `None` at the end (or after an error).
+    fn next(&mut self, mut buf: Vec<u8>) -> Option<std::result::Result<Block, Stop>> {
+        /// More bytes read at a time for a line that runs past the block.
+        const MORE: usize = 1 << 20;
+        if buf.capacity() == 0 {
+            // Room for a block at once (touched only as it fills), never moved by growth.
+            buf.reserve_exact(BLOCK + MORE);
+        }
+        while !self.eof {
+            let mut len = self.carry.len();
+            if buf.len() < len {
+                buf.resize(len, 0);
             }
-            let base = bytes.len();
-            let want = BLOCK.saturating_sub(base).max(MORE) as u64;
-            match (&mut reader).take(want).read_to_end(&mut bytes) {
-                Ok(0) => {
-                    eof = true;
-                    break;
+            buf[..len].copy_from_slice(&self.carry);
+            self.carry.clear();
+            // The end of the last whole line in the block (a carried part has none).
+            let mut last_end: Option<usize> = None;
+            while len < BLOCK || last_end.is_none() {
+                if (len - last_end.unwrap_or(0)) as u64 > self.limit {
+                    let at = self.line_no + memchr::memchr_iter(b'\n', &buf[..len]).count();
+                    self.eof = true;
+                    return Some(Err(self.too_long(at)));
                 }
-                Ok(_) => {}
-                Err(e) => {
-                    let _ = tx.send(Err(Stop::Input(Error::bad_line(file, line_no, 1, format!("cannot read: {e}")))));
-                    return;
+                // A new buffer grows with what is read (a small input touches little).
+                let full = BLOCK.saturating_sub(len).max(MORE);
+                let want = if buf.len() >= len + full { full } else { full.min(len.max(64 << 10)) };
+                if buf.len() < len + want {
+                    buf.resize(len + want, 0);
+                }
+                match read_full(&mut self.reader, &mut buf[len..len + want]) {
+                    Ok(0) => {
+                        self.eof = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        if let Some(p) = memchr::memrchr(b'\n', &buf[len..len + n]) {
+                            last_end = Some(len + p + 1);
+                        }
+                        len += n;
+                    }
+                    Err(e) => {
+                        self.eof = true;
+                        let message = format!("cannot read: {e}");
+                        return Some(Err(Stop::Input(Error::bad_line(&self.file, self.line_no, 1, message))));
+                    }
                 }
             }
-            if let Some(p) = memchr::memrchr(b'\n', &bytes[base..]) {
-                last_end = Some(base + p + 1);
+            let cut = if self.eof { len } else { last_end.unwrap_or(len) };
+            self.carry.extend_from_slice(&buf[cut..len]);
+            if let Some(k) = long_line(&buf[..cut], self.limit) {
+                self.eof = true;
+                return Some(Err(self.too_long(self.line_no + k)));
             }
+            if cut == 0 {
+                continue;
+            }
+            let first_line = self.line_no;
+            self.line_no += memchr::memchr_iter(b'\n', &buf[..cut]).count();
+            return Some(Ok(Block { bytes: buf, len: cut, first_line }));
         }
-        let cut = if eof { bytes.len() } else { last_end.unwrap_or(bytes.len()) };
-        carry.extend_from_slice(&bytes[cut..]);
-        bytes.truncate(cut);
-        if let Some(k) = long_line(&bytes, limit) {
-            let _ = tx.send(Err(too_long(line_no + k)));
-            return;
-        }
-        if bytes.is_empty() {
-            continue;
-        }
-        let first_line = line_no;
-        line_no += memchr::memchr_iter(b'\n', &bytes).count();
-        if tx.send(Ok(Block { bytes, first_line })).is_err() {
-            return;
+        None
+    }
+}
+
+/// Reads until `buf` is full or the input ends; the number of bytes read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    Ok(n)
 }
 
 /// The byte ranges of the lines of a block, terminators included.

@@ -182,7 +182,7 @@ pub struct RunArgs {
     /// Write what would go to stdout into FILE instead (atomically)
     #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
     pub out: Option<PathBuf>,
-    /// Files processed in parallel (0: one per core)
+    /// Files (or dataset lines) processed in parallel (0: one per core; 1: a dataset is read, compacted and written on one thread)
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     pub jobs: usize,
     #[command(flatten)]

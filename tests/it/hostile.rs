@@ -371,9 +371,12 @@ fn unending_and_degenerate_inputs_stay_bounded() {
         bounded("yes '' | head -n 3000000 | RIVUMI_MAX_INPUT_BYTES=1000000 \"$B\" run --input-format openai - | wc -l");
     assert_eq!(o.status.code(), Some(0), "blank dataset lines stream: {}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "3000000", "{}", stderr(&o));
-    let o = bounded("head -c 3000000 /dev/zero | tr '\\0' x | sed 's/^/{\"messages\":\"/' | RIVUMI_MAX_INPUT_BYTES=1000000 \"$B\" run --input-format openai -");
-    assert_eq!(o.status.code(), Some(3), "a dataset line without end: {}", stderr(&o));
-    assert!(stderr(&o).contains("a line longer than 1000000 bytes"), "{}", stderr(&o));
+    // One job reads on the thread that compacts; more have a reader thread.
+    for jobs in ["1", "2"] {
+        let o = bounded(&format!("head -c 3000000 /dev/zero | tr '\\0' x | sed 's/^/{{\"messages\":\"/' | RIVUMI_MAX_INPUT_BYTES=1000000 \"$B\" run --input-format openai --jobs {jobs} -"));
+        assert_eq!(o.status.code(), Some(3), "a dataset line without end, {jobs} job(s): {}", stderr(&o));
+        assert!(stderr(&o).contains("-:1:1: cannot read: a line longer than 1000000 bytes"), "{}", stderr(&o));
+    }
     assert!(start.elapsed() < Duration::from_secs(60));
 }
 
