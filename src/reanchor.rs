@@ -13,7 +13,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let mut changed = Recency::default();
     let mut recent = Recency::default();
     let mut latest_check: Option<(usize, &str, &str)> = None;
-    let mut steps: Option<Vec<String>> = None;
+    let mut last_plan: Option<(usize, usize)> = None;
     let failed = failed_calls(t);
     let mut kinds: HashMap<&str, (bool, bool)> = HashMap::default();
     for (ri, r) in t.records.iter().enumerate() {
@@ -36,15 +36,8 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             _ => continue,
         };
         let item = &t.items[i];
-        for call in item.calls() {
-            let parsed;
-            let args = if let Some(v) = &call.parsed {
-                v
-            } else {
-                parsed = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
-                &parsed
-            };
-            let args = unwrap_string_args(args);
+        for (k, call) in item.calls().iter().enumerate() {
+            let args = call_args(call);
             let args = args.as_ref();
             let mut paths = key_paths(args, &cfg.reanchor.path_keys);
             // A session calls a few tools many times: each name is matched once.
@@ -68,11 +61,16 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                     latest_check = Some((i, call.id.as_ref(), v.as_str()));
                 }
             }
-            if let Some(s) = plan_steps(&call.name, args) {
-                steps = Some(s);
+            // Only the last plan counts: its steps are listed once, at the end.
+            if plan_list(&call.name, args).is_some() {
+                last_plan = Some((i, k));
             }
         }
     }
+    let steps = last_plan.and_then(|(i, k)| {
+        let call = &t.items[i].calls()[k];
+        plan_steps(&call.name, call_args(call).as_ref())
+    });
     let check = latest_check.map(|(owner, id, v)| check_status(t, owner, id, v));
     let changed = changed.newest_first();
     let outside = outside_allowed(&changed, &cfg.workspace.allowed_paths);
@@ -100,14 +98,10 @@ fn reads_only(args: &Value) -> bool {
     args.get("command").and_then(Value::as_str) == Some("view")
 }
 
-/// Some importers give arguments as a JSON string holding the object.
-fn unwrap_string_args(args: &Value) -> std::borrow::Cow<'_, Value> {
-    if let Value::String(s) = args {
-        if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(s) {
-            return std::borrow::Cow::Owned(v);
-        }
-    }
-    std::borrow::Cow::Borrowed(args)
+/// The object a JSON string holds, if it holds one (some importers give arguments so).
+fn string_object(args: &Value) -> Option<Value> {
+    let Value::String(s) = args else { return None };
+    serde_json::from_str::<Value>(s).ok().filter(Value::is_object)
 }
 
 /// Calls (by item and call id) whose result reports failure.
@@ -230,15 +224,31 @@ fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -
     }
 }
 
-/// Open steps of a plan/todo call: `update_plan` (`plan[].step`) or `TodoWrite` (`todos[].content`).
-fn plan_steps(name: &str, args: &Value) -> Option<Vec<String>> {
+/// A call's arguments as a value (parsed once by the reader when it could), a JSON
+/// string holding an object read as that object.
+fn call_args<'c>(call: &'c crate::transcript::Call<'_>) -> std::borrow::Cow<'c, Value> {
+    if let Some(v) = &call.parsed {
+        return string_object(v).map_or(std::borrow::Cow::Borrowed(v), std::borrow::Cow::Owned);
+    }
+    let v = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
+    std::borrow::Cow::Owned(string_object(&v).unwrap_or(v))
+}
+
+/// The step list of a plan/todo call — `update_plan` (`plan[].step`) or `TodoWrite`
+/// (`todos[].content`) — and the key of each step's text.
+fn plan_list<'v>(name: &str, args: &'v Value) -> Option<(&'v Vec<Value>, &'static str)> {
     let (list, text_key) = match name {
         "update_plan" => (args.get("plan")?, "step"),
         "TodoWrite" => (args.get("todos")?, "content"),
         _ => return None,
     };
+    Some((list.as_array()?, text_key))
+}
+
+/// Open steps of a plan/todo call.
+fn plan_steps(name: &str, args: &Value) -> Option<Vec<String>> {
+    let (list, text_key) = plan_list(name, args)?;
     let open = list
-        .as_array()?
         .iter()
         .filter(|s| s.get("status").and_then(Value::as_str) != Some("completed"))
         .filter_map(|s| {

@@ -73,7 +73,7 @@ pub fn is_unsafe(c: char) -> bool {
 
 /// Escapes unsafe characters `\u{1b}` style; everything else is kept as it is.
 pub fn escape(s: &str) -> String {
-    if !s.chars().any(is_unsafe) {
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) || !s.chars().any(is_unsafe) {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);

@@ -178,7 +178,7 @@ fn scan_line(line: &str) -> Option<(Line<'_>, Spans)> {
             "messages" if messages.is_none() => {
                 s.peek()?;
                 let start = s.i;
-                let (mut list, mut spans) = (Vec::new(), Vec::new());
+                let (mut list, mut spans) = (Vec::with_capacity(64), Vec::with_capacity(64));
                 s.array(1, |s| {
                     s.peek()?;
                     let from = s.i;

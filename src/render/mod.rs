@@ -208,9 +208,18 @@ pub fn push_json_str(out: &mut String, s: &str) {
 
 /// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
 pub fn cut(s: &str, max: usize) -> String {
+    // At most `max` characters fit in `max` bytes' worth of ASCII and no fewer.
+    if s.len() <= max {
+        return s.to_string();
+    }
     match s.char_indices().nth(max) {
         None => s.to_string(),
-        Some((at, _)) => format!("{}…", &s[..at]),
+        Some((at, _)) => {
+            let mut out = String::with_capacity(at + 3);
+            out.push_str(&s[..at]);
+            out.push('…');
+            out
+        }
     }
 }
 

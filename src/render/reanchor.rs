@@ -59,21 +59,31 @@ pub fn render_reanchor(f: &ReanchorFacts, conversation: bool, max_entries: usize
 }
 
 fn assemble(intro: &str, sections: &[Section], tail: &[String]) -> String {
-    let mut out = format!("{intro}\n");
+    let mut out = String::with_capacity(1024);
+    out.push_str(intro);
+    out.push('\n');
     for s in sections {
-        out.push_str(&format!("\n{}:\n", s.heading));
+        out.push('\n');
+        out.push_str(s.heading);
+        out.push_str(":\n");
         if s.entries.is_empty() && s.hidden == 0 {
-            out.push_str(&format!("- {}\n", s.empty));
+            out.push_str("- ");
+            out.push_str(s.empty);
+            out.push('\n');
         }
         for e in &s.entries {
-            out.push_str(&format!("- {e}\n"));
+            out.push_str("- ");
+            out.push_str(e);
+            out.push('\n');
         }
         if s.hidden > 0 {
             out.push_str(&format!("- (+{} more)\n", s.hidden));
         }
     }
     for line in tail {
-        out.push_str(&format!("\n{line}\n"));
+        out.push('\n');
+        out.push_str(line);
+        out.push('\n');
     }
     out
 }
