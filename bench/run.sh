@@ -33,18 +33,22 @@ best_of() { local n=$1; shift; RUNS=$n best "$@"; }
 # best wall-clock seconds of each of several commands (functions named on the command
 # line), run in turn RUNS times: a slow spell of a shared machine falls on every
 # measure alike instead of on whichever happened to run during it. Sets BEST[name].
-declare -A BEST
+declare -A BEST MEDIAN SAMPLES
 interleaved() {
   local name s e t
-  for name in "$@"; do BEST[$name]=; done
+  for name in "$@"; do BEST[$name]=; SAMPLES[$name]=; done
   for _ in $(seq "$RUNS"); do
     for name in "$@"; do
       s=$(date +%s.%N); "$name" > /dev/null 2>&1; e=$(date +%s.%N)
       t=$(python3 -c "print($e - $s)")
+      SAMPLES[$name]+="$t "
       if [ -z "${BEST[$name]}" ] || python3 -c "import sys; sys.exit(0 if $t < ${BEST[$name]} else 1)"; then
         BEST[$name]=$t
       fi
     done
+  done
+  for name in "$@"; do
+    MEDIAN[$name]=$(python3 -c "import statistics, sys; print(statistics.median(map(float, sys.argv[1:])))" ${SAMPLES[$name]})
   done
 }
 # one line of a results table: measure, seconds (or a figure), ratio, target
@@ -93,6 +97,8 @@ dataset_bench() {
   fi
   row "every line compacts, --jobs 1 (speed-up of 2)" "$(secs "$t_most1")" "$(ratio "$t_most1" "$t_most")" ">= 1.7"
   row "peak RSS, every line compacts" "$(( rss_a / 1024 )) MiB" "" ""
+  local m_bare=${MEDIAN[ds_bare]} m_most=${MEDIAN[ds_most]} m_none=${MEDIAN[ds_none]} m_most1=${MEDIAN[ds_most1]}
+  echo "medians of the rounds: bare $(secs "$m_bare"), every line compacts $(secs "$m_most") ($(ratio "$m_most" "$m_bare")), none $(secs "$m_none") ($(ratio "$m_none" "$m_bare")), --jobs 1 $(secs "$m_most1") (speed-up $(ratio "$m_most1" "$m_most"))"
   "$BIN" run "$agents" --max-total-tokens 3000 --jobs 1 > "$OUT/agents-j1.jsonl" 2> /dev/null
   "$BIN" run "$agents" --max-total-tokens 3000 --jobs 2 > "$OUT/agents-j2.jsonl" 2> /dev/null
   echo "dataset outputs with --jobs 1 and --jobs 2: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl" && echo identical || echo DIFFERENT)"
