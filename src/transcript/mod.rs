@@ -9,9 +9,7 @@ pub use event::Event;
 
 pub(crate) use reader::link_results;
 pub use reader::parse;
-#[cfg(test)]
-pub(crate) use text::ascii_literal;
-pub use text::{escape_at, find_special, item_text, item_text_for_preview, unescape_literal};
+pub use text::{ascii_literal, escape_at, find_special, item_text, item_text_for_preview, unescape_literal};
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;

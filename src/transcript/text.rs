@@ -150,8 +150,8 @@ pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> cra
 /// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`
 /// (surrogate pairs above the BMP), as Python's `json.dumps` writes by default: the
 /// other way of writing a string, for the tests of what reads one.
-#[cfg(test)]
-pub(crate) fn ascii_literal(s: &str) -> String {
+#[doc(hidden)]
+pub fn ascii_literal(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {

@@ -174,19 +174,7 @@ fn chat_line() -> impl Strategy<Value = String> {
 fn python_dumps(v: &serde_json::Value) -> String {
     use serde_json::Value;
     match v {
-        Value::String(s) => {
-            let mut out = String::from("\"");
-            for c in s.chars() {
-                if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {
-                    out.push(c);
-                } else {
-                    for u in c.encode_utf16(&mut [0u16; 2]) {
-                        out.push_str(&format!("\\u{u:04x}"));
-                    }
-                }
-            }
-            out + "\""
-        }
+        Value::String(s) => rivumi_compact::transcript::ascii_literal(s),
         Value::Array(a) => format!("[{}]", a.iter().map(python_dumps).collect::<Vec<_>>().join(", ")),
         Value::Object(m) => format!(
             "{{{}}}",
