@@ -7,7 +7,6 @@ use crate::dataset::{process_line, LineOutcome};
 use crate::engine::Settings;
 use crate::error::{Error, Exit, Result};
 use crate::output::OutDir;
-use rayon::prelude::*;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::Path;
 
@@ -108,9 +107,6 @@ enum Stop {
 /// busy, small enough that memory stays flat.
 const BLOCK: usize = 4 << 20;
 
-/// Blocks being compacted or written at once (see `stream`).
-const IN_FLIGHT: usize = 3;
-
 /// A block of whole lines (the first `len` bytes of `bytes`; the rest is a recycled
 /// buffer's old content) and the number of the first line.
 struct Block {
@@ -125,9 +121,13 @@ impl Block {
     }
 }
 
-/// Streams a dataset: a reader thread cuts the input into blocks of whole lines (no
-/// copy per line), the pool compacts each block's lines in parallel, and the outputs
-/// are written in order while the next block is read.
+/// Streams a dataset: the input is cut into blocks of whole lines (no copy per line),
+/// each block is compacted whole by one thread, and the outputs are written in order.
+/// With one job, one thread reads, compacts and writes in turn (a process per core, as
+/// under Spark or `xargs -P`, gets no helper threads competing for it). With more, each
+/// worker takes the next block from the input, compacts it on its own core (the bytes
+/// it read are still in its cache) and hands it to this thread, which writes blocks in
+/// the order read.
 fn stream(
     reader: impl BufRead + Send + 'static,
     w: &mut dyn Write,
@@ -139,118 +139,135 @@ fn stream(
     let progress = Progress::new(size);
     let mut blocks = BlockReader::new(reader, file);
     let threads = pool.current_num_threads();
+    let mut counts = Counts::default();
     if threads == 1 {
-        // One job is one thread: read, compact and write in turn (a process per core,
-        // as under Spark or `xargs -P`, gets no helper threads competing for it).
-        let (mut counts, mut piece, mut spent) = (Counts::default(), Piece::default(), Vec::new());
+        let (mut piece, mut spent) = (Piece::default(), Vec::new());
         while let Some(block) = blocks.next(std::mem::take(&mut spent)) {
             let block = block?;
-            piece.fill(&block, 0, &split_lines(block.data()), file, settings);
-            write_block(&block, std::slice::from_ref(&piece), w, &mut counts, &progress)?;
+            piece.fill(&block, file, settings);
+            write_block(&block, &piece, w, &mut counts, &progress)?;
             spent = block.bytes;
         }
         progress.finish();
         return Ok(counts);
     }
-    // The reader is not joined: after an error here (a closed stdout) it may be waiting
-    // on an input that never ends, and the process does not wait for it.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<std::result::Result<Block, Stop>>(2);
-    // Read blocks come back to be filled again: memory is touched once, not per block.
-    let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        while let Some(block) = blocks.next(spent_rx.try_recv().unwrap_or_default()) {
-            let failed = block.is_err();
-            if tx.send(block).is_err() || failed {
-                return;
-            }
-        }
-    });
-    let mut counts = Counts::default();
-    // Three blocks in flight: while this thread writes block k, the pool works on k+1
-    // and k+2, so neither the writing nor the last pieces of a block leave a core
-    // waiting (with two, the end of each block could leave one idle: `perf stat` gave
-    // 1.6–1.9 CPUs used with two, 1.85–2.0 with three, on a noisy machine).
-    // Each block reports back on its own channel, waited for in the order read; its
-    // pieces come back with it, to be filled again for a later block.
-    let mut free: Vec<Vec<Piece>> = Vec::new();
-    pool.in_place_scope(|scope| {
-        let mut in_flight: std::collections::VecDeque<std::sync::mpsc::Receiver<Compacted>> =
-            std::collections::VecDeque::new();
-        let mut result = Ok(());
-        // A read error ends the stream after the blocks read before it are written.
-        let mut read_error = None;
-        for block in &rx {
-            let block = match block {
-                Ok(b) => b,
-                Err(e) => {
-                    read_error = Some(e);
-                    break;
-                }
+    // A block's buffer and output come back here once written, to be filled again: so
+    // many exist (memory is bounded, and touched once rather than per block).
+    let (free_tx, free_rx) = std::sync::mpsc::channel::<(Vec<u8>, Piece)>();
+    for _ in 0..threads + 2 {
+        let _ = free_tx.send((Vec::new(), Piece::default()));
+    }
+    let input = std::sync::Arc::new(std::sync::Mutex::new(Shared { blocks, free: free_rx, next: 0, done: false }));
+    let (tx, rx) = std::sync::mpsc::channel::<Compacted>();
+    // The workers are not joined: after an error here (a closed stdout) one may be
+    // waiting on an input that never ends, and the process does not wait for it. They
+    // stop once this thread has gone (their results or buffers have nowhere to go).
+    let shared = std::sync::Arc::new((file.to_path_buf(), settings.clone()));
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (input, tx, shared) = (input.clone(), tx.clone(), shared.clone());
+            std::thread::spawn(move || work(&input, &tx, &shared.0, &shared.1))
+        })
+        .collect();
+    drop(tx);
+    // Blocks finish out of order: each waits here until those read before it are written.
+    let mut waiting = std::collections::BTreeMap::new();
+    let mut next = 0;
+    for (seq, compacted) in &rx {
+        waiting.insert(seq, compacted);
+        while let Some(compacted) = waiting.remove(&next) {
+            next += 1;
+            // A read error ends the stream after the blocks read before it are written.
+            let Some((block, piece)) = compacted? else {
+                progress.finish();
+                return Ok(counts);
             };
-            let mut outputs = free.pop().unwrap_or_default();
-            let (done, report) = std::sync::mpsc::channel();
-            scope.spawn(move |_| {
-                let lines = split_lines(block.data());
-                let pieces = pieces(&lines, block.len, threads);
-                outputs.resize_with(pieces.len().max(outputs.len()), Piece::default);
-                outputs.par_iter_mut().zip(pieces.par_iter()).for_each(|(out, &(first, piece))| {
-                    out.fill(&block, first, piece, file, settings);
-                });
-                let _ = done.send((block, outputs, pieces.len()));
-            });
-            in_flight.push_back(report);
-            if in_flight.len() == IN_FLIGHT {
-                let oldest = in_flight.pop_front().expect("blocks in flight");
-                let (block, outputs, n) = oldest.recv().expect("a spawned block reports back");
-                result = write_block(&block, &outputs[..n], w, &mut counts, &progress);
-                let _ = spent_tx.send(block.bytes);
-                free.push(outputs);
-                if result.is_err() {
-                    break;
-                }
-            }
+            write_block(&block, &piece, w, &mut counts, &progress)?;
+            let _ = free_tx.send((block.bytes, piece));
         }
-        // The blocks still in flight finish (the scope waits for them); written unless
-        // writing or a hook failed before.
-        for report in in_flight {
-            let (block, outputs, n) = report.recv().expect("a spawned block reports back");
-            if result.is_ok() {
-                result = write_block(&block, &outputs[..n], w, &mut counts, &progress);
-            }
+    }
+    // Every worker has gone and the end was never reached: one of them panicked (they
+    // can all be joined now); its panic goes on here rather than a short output.
+    for worker in workers {
+        if let Err(panic) = worker.join() {
+            std::panic::resume_unwind(panic);
         }
-        result.and(read_error.map_or(Ok(()), Err))
-    })?;
-    progress.finish();
-    Ok(counts)
+    }
+    unreachable!("dataset workers ended before the input did, without a panic")
 }
 
-/// A compacted block: its pieces, and how many of them it used.
-type Compacted = (Block, Vec<Piece>, usize);
+/// A block compacted by a worker, with its number; `None` where the input ends, or the
+/// error that ended it.
+type Compacted = (usize, std::result::Result<Option<(Block, Piece)>, Stop>);
+
+/// The input shared by the workers: the next block is read by whoever takes the lock.
+struct Shared<R> {
+    blocks: BlockReader<R>,
+    free: std::sync::mpsc::Receiver<(Vec<u8>, Piece)>,
+    /// The number of the next block read.
+    next: usize,
+    done: bool,
+}
+
+/// A worker: takes the next block, compacts it, hands it over; until the input ends or
+/// the writer has gone.
+fn work<R: Read>(
+    input: &std::sync::Mutex<Shared<R>>,
+    tx: &std::sync::mpsc::Sender<Compacted>,
+    file: &Path,
+    settings: &Settings,
+) {
+    loop {
+        let (seq, block, mut piece) = {
+            let mut input = input.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if input.done {
+                return;
+            }
+            let Ok((buf, piece)) = input.free.recv() else { return };
+            let seq = input.next;
+            match input.blocks.next(buf) {
+                Some(Ok(block)) => {
+                    input.next += 1;
+                    (seq, block, piece)
+                }
+                end => {
+                    input.done = true;
+                    let end = match end {
+                        Some(Err(e)) => Err(e),
+                        _ => Ok(None),
+                    };
+                    let _ = tx.send((seq, end));
+                    return;
+                }
+            }
+        };
+        piece.fill(&block, file, settings);
+        if tx.send((seq, Ok(Some((block, piece))))).is_err() {
+            return;
+        }
+    }
+}
 
 /// Writes a compacted block's pieces in order and counts them; the first piece that a
 /// user's hook failed stops the stream after what came before it is written.
 fn write_block(
     block: &Block,
-    outputs: &[Piece],
+    out: &Piece,
     w: &mut dyn Write,
     counts: &mut Counts,
     progress: &Progress,
 ) -> std::result::Result<(), Stop> {
-    let mut lines = 0;
-    for out in outputs {
-        lines += out.lines;
-        counts.lines += out.lines;
-        counts.changed += out.changed;
-        counts.bad += out.bad.len();
-        for message in &out.bad {
-            progress.suspend(|| crate::ui::error(message));
-        }
-        out.write(block, w).map_err(Stop::Write)?;
-        if let Some(e) = &out.failed {
-            return Err(Stop::Input(Error::Failed(e.clone())));
-        }
+    counts.lines += out.lines;
+    counts.changed += out.changed;
+    counts.bad += out.bad.len();
+    for message in &out.bad {
+        progress.suspend(|| crate::ui::error(message));
     }
-    progress.advance(lines, block.len);
+    out.write(block, w).map_err(Stop::Write)?;
+    if let Some(e) = &out.failed {
+        return Err(Stop::Input(Error::Failed(e.clone())));
+    }
+    progress.advance(out.lines, block.len);
     Ok(())
 }
 
@@ -274,21 +291,14 @@ enum Part {
 }
 
 impl Piece {
-    /// Compacts the lines of `ranges` (the first is line `first` of the block).
-    fn fill(
-        &mut self,
-        block: &Block,
-        first: usize,
-        ranges: &[std::ops::Range<usize>],
-        file: &Path,
-        settings: &Settings,
-    ) {
+    /// Compacts the lines of a block.
+    fn fill(&mut self, block: &Block, file: &Path, settings: &Settings) {
         self.bytes.clear();
         self.parts.clear();
         self.bad.clear();
         (self.lines, self.changed, self.failed) = (0, 0, None);
-        for (k, range) in ranges.iter().enumerate() {
-            let n = block.first_line + first + k;
+        for (k, range) in split_lines(block.data()).into_iter().enumerate() {
+            let n = block.first_line + k;
             let raw = &block.data()[range.clone()];
             let outcome = match std::str::from_utf8(strip_terminator(raw)) {
                 Ok(text) => process_line(text, file, n, settings),
@@ -449,27 +459,6 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// The byte ranges of the lines of a block, terminators included.
-/// Contiguous pieces of a block's lines (with the index of each piece's first line), cut
-/// by bytes so that every thread gets many pieces of about the same work: the block
-/// ends when its last piece does, and a piece of a few long lines would keep the other
-/// cores waiting.
-fn pieces(lines: &[std::ops::Range<usize>], bytes: usize, threads: usize) -> Vec<(usize, &[std::ops::Range<usize>])> {
-    let target = (bytes / (threads.max(1) * 32)).max(16 << 10);
-    let mut out = Vec::new();
-    let (mut first, mut size) = (0, 0);
-    for (k, line) in lines.iter().enumerate() {
-        size += line.len();
-        if size >= target {
-            out.push((first, &lines[first..=k]));
-            (first, size) = (k + 1, 0);
-        }
-    }
-    if first < lines.len() {
-        out.push((first, &lines[first..]));
-    }
-    out
-}
-
 fn split_lines(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut lines = Vec::with_capacity(bytes.len() / 256 + 1);
     let mut start = 0;
@@ -545,31 +534,4 @@ impl Progress {
 fn strip_terminator(raw: &[u8]) -> &[u8] {
     let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
     raw.strip_suffix(b"\r").unwrap_or(raw)
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Pieces cover every line once, in order, each with the index of its first line.
-        #[test]
-        fn pieces_cover_the_lines_in_order(sizes in prop::collection::vec(1usize..60_000, 0..300), threads in 1usize..9) {
-            let mut lines = Vec::new();
-            let mut at = 0;
-            for n in &sizes {
-                lines.push(at..at + n);
-                at += n;
-            }
-            let pieces = super::pieces(&lines, at, threads);
-            let mut next = 0;
-            for (first, piece) in &pieces {
-                prop_assert_eq!(*first, next);
-                prop_assert!(!piece.is_empty());
-                prop_assert_eq!(*piece, &lines[next..next + piece.len()]);
-                next += piece.len();
-            }
-            prop_assert_eq!(next, lines.len());
-        }
-    }
 }
