@@ -103,9 +103,18 @@ enum Stop {
     Input(Error),
 }
 
-/// Bytes of whole lines read at a time: large enough that a block keeps every core
-/// busy, small enough that memory stays flat.
+/// Bytes of whole lines read at a time: large enough that handing a block over costs
+/// nothing beside compacting it, small enough that memory stays flat.
 const BLOCK: usize = 4 << 20;
+
+/// The block size for an input of `size` bytes (when known) and `threads` workers: a
+/// small dataset is still cut into enough blocks to keep every worker busy.
+fn block_size(size: Option<u64>, threads: usize) -> usize {
+    match size {
+        Some(n) if threads > 1 => usize::try_from(n / (threads as u64 * 8)).unwrap_or(BLOCK).clamp(64 << 10, BLOCK),
+        _ => BLOCK,
+    }
+}
 
 /// A block of whole lines (the first `len` bytes of `bytes`; the rest is a recycled
 /// buffer's old content) and the number of the first line.
@@ -137,8 +146,8 @@ fn stream(
     size: Option<u64>,
 ) -> std::result::Result<Counts, Stop> {
     let progress = Progress::new(size);
-    let mut blocks = BlockReader::new(reader, file);
     let threads = pool.current_num_threads();
+    let mut blocks = BlockReader::new(reader, file, block_size(size, threads));
     let mut counts = Counts::default();
     if threads == 1 {
         let (mut piece, mut spent) = (Piece::default(), Vec::new());
@@ -358,6 +367,8 @@ impl Piece {
 struct BlockReader<R> {
     reader: R,
     file: std::path::PathBuf,
+    /// Bytes of whole lines in a block (at least: a line is never cut).
+    block: usize,
     limit: u64,
     /// The start of a line that ran past the last block.
     carry: Vec<u8>,
@@ -366,9 +377,9 @@ struct BlockReader<R> {
 }
 
 impl<R: Read> BlockReader<R> {
-    fn new(reader: R, file: &Path) -> BlockReader<R> {
+    fn new(reader: R, file: &Path, block: usize) -> BlockReader<R> {
         let limit = crate::source::max_input_bytes();
-        BlockReader { reader, file: file.to_path_buf(), limit, carry: Vec::new(), line_no: 1, eof: false }
+        BlockReader { reader, file: file.to_path_buf(), block, limit, carry: Vec::new(), line_no: 1, eof: false }
     }
 
     fn too_long(&self, line: usize) -> Stop {
@@ -386,7 +397,7 @@ impl<R: Read> BlockReader<R> {
         const MORE: usize = 1 << 20;
         if buf.capacity() == 0 {
             // Room for a block at once (touched only as it fills), never moved by growth.
-            buf.reserve_exact(BLOCK + MORE);
+            buf.reserve_exact(self.block + MORE);
         }
         while !self.eof {
             let mut len = self.carry.len();
@@ -397,14 +408,14 @@ impl<R: Read> BlockReader<R> {
             self.carry.clear();
             // The end of the last whole line in the block (a carried part has none).
             let mut last_end: Option<usize> = None;
-            while len < BLOCK || last_end.is_none() {
+            while len < self.block || last_end.is_none() {
                 if (len - last_end.unwrap_or(0)) as u64 > self.limit {
                     let at = self.line_no + memchr::memchr_iter(b'\n', &buf[..len]).count();
                     self.eof = true;
                     return Some(Err(self.too_long(at)));
                 }
                 // A new buffer grows with what is read (a small input touches little).
-                let full = BLOCK.saturating_sub(len).max(MORE);
+                let full = if len < self.block { self.block - len } else { MORE };
                 let want = if buf.len() >= len + full { full } else { full.min(len.max(64 << 10)) };
                 if buf.len() < len + want {
                     buf.resize(len + want, 0);
