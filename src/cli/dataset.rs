@@ -21,11 +21,11 @@ struct Counts {
 /// Runs dataset mode over the inputs: stdout for one input, else `DIR/<name>/transcript.jsonl`.
 pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize, w: &mut dyn Write) -> Exit {
     crate::signals::install();
-    let pool = crate::batch::pool(jobs);
+    let threads = jobs.max(1);
     let mut total = Counts::default();
     let mut failed = Vec::new();
     for input in inputs {
-        match one(input, settings, out_dir, &pool, w) {
+        match one(input, settings, out_dir, threads, w) {
             Ok(Some(counts)) => {
                 total.lines += counts.lines;
                 total.changed += counts.changed;
@@ -59,14 +59,14 @@ fn one(
     input: &Input,
     settings: &Settings,
     out_dir: Option<&OutDir>,
-    pool: &rayon::ThreadPool,
+    threads: usize,
     w: &mut dyn Write,
 ) -> Result<Option<Counts>> {
     let opened = input.open()?;
     let size = opened.size();
     let reader = opened.into_reader();
     let Some(out) = out_dir else {
-        let streamed = stream(reader, w, &input.path, settings, pool, size)
+        let streamed = stream(reader, w, &input.path, settings, threads, size)
             .and_then(|c| w.flush().map(|()| c).map_err(Stop::Write));
         return match streamed {
             Ok(c) => Ok(Some(c)),
@@ -77,7 +77,7 @@ fn one(
     };
     let (mut counts, mut input_error, mut reader) = (None, None, Some(reader));
     let written = out.write_folder(&input.out_name, &["transcript.jsonl"], |_, w| {
-        match stream(reader.take().expect("one file"), w, &input.path, settings, pool, size) {
+        match stream(reader.take().expect("one file"), w, &input.path, settings, threads, size) {
             Ok(c) => {
                 counts = Some(c);
                 Ok(())
@@ -142,11 +142,10 @@ fn stream(
     w: &mut dyn Write,
     file: &Path,
     settings: &Settings,
-    pool: &rayon::ThreadPool,
+    threads: usize,
     size: Option<u64>,
 ) -> std::result::Result<Counts, Stop> {
     let progress = Progress::new(size);
-    let threads = pool.current_num_threads();
     let mut blocks = BlockReader::new(reader, file, block_size(size, threads));
     let mut counts = Counts::default();
     if threads == 1 {
