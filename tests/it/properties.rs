@@ -222,6 +222,28 @@ fn same_outcome(line: &str, budget: u64, agent: bool) -> Result<(), TestCaseErro
     Ok(())
 }
 
+/// Any JSON value, as text: nested arrays and objects of numbers (integers, decimals,
+/// exponents), literals and strings with escapes.
+fn json_value() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null".to_string()),
+        any::<bool>().prop_map(|b| b.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        (-1e6f64..1e6).prop_map(|f| serde_json::to_string(&f).unwrap()),
+        proptest::sample::select(vec!["1e5", "-0.5E-3", "1e400", "0.0", "-0"]).prop_map(str::to_string),
+        "[a-z\"\\\\/\n\u{1}é🙂]{0,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(", "))),
+            proptest::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|kv| {
+                let members: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                format!("{{{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
 /// A change made to a line: text put in, a character taken out or replaced.
 #[derive(Debug, Clone)]
 enum Edit {
@@ -299,6 +321,20 @@ proptest! {
     fn the_dataset_view_and_the_canonical_path_agree(line in any_chat_line(), budget in 20u64..3000, agent in any::<bool>()) {
         prop_assert!(rivumi_compact::dataset::reads_through_view(&line), "every well-formed shape is read by the view: {}", line);
         same_outcome(&line, budget, agent)?;
+    }
+
+    /// A value the view only steps over is checked as the parser checks it: numbers,
+    /// literals, strings, escapes and nesting of any shape, valid or not.
+    #[test]
+    fn values_the_view_steps_over_are_checked(value in prop_oneof![
+        "[\\[\\]{}\",: 0-9.eE+\\-tfnrulsx\\\\/\u{1}é]{0,30}",
+        json_value(),
+        (json_value(), proptest::collection::vec(edit(), 1..3)).prop_map(|(v, edits)| edited(&v, &edits)),
+    ]) {
+        let line = format!("{{\"messages\":[{{\"role\":\"user\",\"content\":\"hi\"}}],\"x\":{value}}}");
+        if rivumi_compact::dataset::reads_through_view(&line) {
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok(), "read by the view, refused by the parser: {}", line);
+        }
     }
 
     /// The view reads no line that the JSON parser refuses, and a changed line it does
