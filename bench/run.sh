@@ -82,7 +82,8 @@ dataset_bench() {
     wait
   }
   # These take a second or less each: more rounds, a better minimum for all.
-  RUNS=${BENCH_DATASET_RUNS:-9} interleaved ds_bare ds_most ds_none ds_most1 ds_halves
+  local rounds=${BENCH_DATASET_RUNS:-9}
+  RUNS=$rounds interleaved ds_bare ds_most ds_none ds_most1 ds_halves
   t_dbare=${BEST[ds_bare]} t_most=${BEST[ds_most]} t_none=${BEST[ds_none]} t_most1=${BEST[ds_most1]}
   rss_a=$(peak_kb "$BIN" run "$agents" --max-total-tokens 3000)
   t_py=$(best_of 2 python3 bench/minimal_dataset.py "$agents" /dev/null)
@@ -96,7 +97,7 @@ dataset_bench() {
   else
     lc_note="skipped: langchain-core could not be installed into $venv (no network?)"
   fi
-  echo "dataset: $agents, $(( dsize / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; best of ${BENCH_DATASET_RUNS:-9} interleaved runs (Python 2, LangChain 1); $(nproc) cores"
+  echo "dataset: $agents, $(( dsize / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; best of $rounds interleaved runs (Python 2, LangChain 1); $(nproc) cores"
   row "measure" "seconds" "ratio" "target"
   row "bare serde_json IgnoredAny parse" "$(secs "$t_dbare")" "1.00" ""
   row "dataset mode, every line compacts" "$(secs "$t_most")" "$(ratio "$t_most" "$t_dbare")" "<= 1.5"

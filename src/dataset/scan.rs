@@ -85,48 +85,38 @@ impl<'a> Scan<'a> {
     /// Reads an object (after whitespace): `member` is called with each key (a key with
     /// an escape is left to the canonical path) and must consume its value.
     pub fn object(&mut self, depth: usize, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        if depth >= MAX_DEPTH {
-            return None;
-        }
-        self.expect(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Some(());
-        }
-        loop {
-            let key = self.string()?;
+        self.list(depth, b'{', b'}', |s| {
+            let key = s.string()?;
             if key.escaped {
                 return None;
             }
-            self.expect(b':')?;
-            member(self, &self.text[key.start + 1..key.end - 1])?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+            s.expect(b':')?;
+            let text = s.text;
+            member(s, &text[key.start + 1..key.end - 1])
+        })
     }
 
     /// Reads an array (after whitespace): `element` is called at each element and must
     /// consume it.
-    pub fn array(&mut self, depth: usize, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+    pub fn array(&mut self, depth: usize, element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.list(depth, b'[', b']', element)
+    }
+
+    /// `open`, items separated by commas (each read by `item`), `close`.
+    fn list(&mut self, depth: usize, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         if depth >= MAX_DEPTH {
             return None;
         }
-        self.expect(b'[')?;
-        if self.peek()? == b']' {
+        self.expect(open)?;
+        if self.peek()? == close {
             self.i += 1;
             return Some(());
         }
         loop {
-            element(self)?;
+            item(self)?;
             match self.peek()? {
                 b',' => self.i += 1,
-                b']' => {
+                c if c == close => {
                     self.i += 1;
                     return Some(());
                 }
