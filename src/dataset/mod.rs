@@ -49,16 +49,29 @@ pub fn chat_line(done: &Processed<'_>) -> String {
     for &i in &plan.removed {
         removed[i] = true;
     }
+    // The model's context: what an earlier compaction left out is not in it.
+    let start = crate::policy::context_start(t);
     let mut messages: Vec<String> = Vec::with_capacity(t.items.len() + 3);
+    let mut last_kept = None;
     for (ri, r) in t.records.iter().enumerate() {
-        if let Some(i) = r.kind_item().filter(|&i| !removed[i]) {
+        if let Some(i) = r.kind_item().filter(|&i| i >= start && !removed[i]) {
             messages.push(chat_item(t, i).to_string());
+            last_kept = Some(i);
         }
         if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
             messages.push(chat_message_text(injected));
+            last_kept = None;
         }
     }
-    messages.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message_text(a)));
+    let appended = plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message_text(a));
+    // A chat API refuses a message between a call and its result: when the history ends
+    // on calls nothing answered (a trajectory's final `submit`), the appended messages
+    // go before that last message.
+    let at = match last_kept {
+        Some(i) if !t.items[i].calls().is_empty() => messages.len() - 1,
+        _ => messages.len(),
+    };
+    messages.splice(at..at, appended);
     format!("{{\"messages\":[{}]}}", messages.join(","))
 }
 

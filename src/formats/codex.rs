@@ -121,15 +121,16 @@ impl State {
     fn message(&mut self, p: &Value, id: &str) {
         let role = p.get("role").and_then(Value::as_str).unwrap_or("user");
         let text = text_of(p.get("content").unwrap_or(&Value::Null));
-        // A text this tool injected (`--output-format codex`), known by its header.
-        let injected = (role == "user").then(|| crate::resume::kind_of_text(&text)).flatten();
+        // A text this tool injected (`--output-format codex`), known by its mark (never
+        // by its text: a user can type that).
+        let injected = p.get(super::openhands::INJECTED_KEY).and_then(Value::as_str).filter(|_| role == "user");
         if role == "user" && injected.is_none() {
             self.turns += 1;
         }
         let turn = self.turn_id();
         let mut m = message(id, &turn, role, json!(text));
         if let Some(kind) = injected {
-            m.insert("synthetic".into(), json!(kind.as_str()));
+            m.insert("synthetic".into(), json!(kind));
         }
         self.out.push(Value::Object(m));
         let at = self.out.records.len() - 1;

@@ -29,7 +29,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], reasons: &m
         return None;
     }
     let f = &cfg.fallback;
-    let inputs = t.input_items();
+    let inputs = t.history_items(super::context_start(t));
     let b = boundary(t, &inputs, f.protect_first, f.retain_last);
     let eligible = &inputs[b.eligible()];
     if eligible.len() < f.min_eligible.max(1) {

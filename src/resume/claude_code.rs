@@ -7,7 +7,7 @@ use crate::engine::Processed;
 use crate::error::Result;
 use crate::transcript::{ItemKind, Role};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Fields every record of the session repeats, taken from its last main-thread message.
 const ENVELOPE: &[&str] = &["isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "slug"];
@@ -18,6 +18,8 @@ struct Session<'v> {
     records: Vec<&'v Value>,
     by_uuid: HashMap<&'v str, usize>,
     by_message: HashMap<&'v str, Vec<usize>>,
+    /// Every uuid and `message.id` in the file, on the main thread or not.
+    by_uuid_all: HashSet<&'v str>,
     envelope: Map<String, Value>,
     last_uuid: Value,
     timestamp: Value,
@@ -52,7 +54,13 @@ impl<'v> Session<'v> {
         let session = envelope.get("sessionId").and_then(Value::as_str).unwrap_or("session").to_string();
         let boundaries =
             records.iter().filter(|r| r.get("subtype").and_then(Value::as_str) == Some("compact_boundary")).count();
+        let by_uuid_all = records
+            .iter()
+            .flat_map(|r| [r.get("uuid"), r.get("message").and_then(|m| m.get("id"))])
+            .filter_map(|v| v?.as_str())
+            .collect();
         Session {
+            by_uuid_all,
             by_uuid,
             by_message,
             envelope,
@@ -63,9 +71,20 @@ impl<'v> Session<'v> {
         }
     }
 
-    /// A fresh uuid for `what`, the same for the same session and compaction.
-    fn fresh(&self, what: &str) -> String {
-        derived_uuid(&["rivumi-compact", &self.salt.0, &self.salt.1, what])
+    /// A fresh uuid for `what` (a domain, such as "copy" or "boundary", and a name in
+    /// it), the same for the same session and compaction, and never one the session
+    /// already holds or this compaction already gave: a record whose uuid is the
+    /// literal name of a domain cannot make a copy collide with the boundary.
+    fn fresh(&self, taken: &mut HashSet<String>, domain: &str, name: &str, shape: fn(String) -> String) -> String {
+        let mut round = 0usize;
+        loop {
+            let r = round.to_string();
+            let id = shape(derived_uuid(&["rivumi-compact", &self.salt.0, &self.salt.1, domain, name, &r]));
+            if !self.by_uuid_all.contains(id.as_str()) && taken.insert(id.clone()) {
+                return id;
+            }
+            round += 1;
+        }
     }
 
     /// The records an item came from: an API message's records, or the record whose
@@ -97,7 +116,8 @@ impl<'v> Session<'v> {
 pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> Result<Vec<Value>> {
     let lines = crate::formats::common::json_lines(original, &done.transcript_name)?;
     let s = Session::new(&lines);
-    let boundary = s.fresh("compact_boundary");
+    let mut fresh = Fresh { session: &s, taken: HashSet::new(), uuids: HashMap::new(), messages: HashMap::new() };
+    let boundary = fresh.new_id("boundary", "compact_boundary");
     let mut out = vec![s.record(
         None,
         json!({"logicalParentUuid": s.last_uuid, "type": "system", "subtype": "compact_boundary",
@@ -110,7 +130,6 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
         _ => None,
     });
     let mut parent = boundary;
-    let mut copied: HashMap<String, String> = HashMap::new();
     let mut taken = vec![false; s.records.len()];
     let mut summary_written = false;
     for step in &c.steps {
@@ -119,7 +138,7 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
                 for k in s.sources(done, *i) {
                     // One record can hold several items (results of parallel calls).
                     if !std::mem::replace(&mut taken[k], true) {
-                        let r = copy(&s, s.records[k], &parent, &mut copied);
+                        let r = fresh.copy(s.records[k], &parent);
                         parent = r["uuid"].as_str().unwrap_or_default().to_string();
                         out.push(r);
                     }
@@ -128,7 +147,7 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
             Step::Injected(kind, _) if kind == "reanchor" && summary_written => {}
             Step::Injected(kind, text) => {
                 let is_summary = !summary_written && (kind == "history_summary_fallback" || kind == "checkpoint");
-                let uuid = s.fresh(&format!("injected-{kind}"));
+                let uuid = fresh.new_id("injected", kind);
                 let content = match (is_summary, reanchor) {
                     (true, Some(re)) => format!("{text}\n\n{re}"),
                     _ => text.clone(),
@@ -153,24 +172,55 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
     Ok(out)
 }
 
-/// A retained record copied after the boundary: a fresh uuid, parented on the record
-/// before it; everything else as it was, but the usage (a copy is not a model call of
-/// the new context: counted again it would hide the drop in occupancy).
-fn copy(s: &Session<'_>, record: &Value, parent: &str, copied: &mut HashMap<String, String>) -> Value {
-    let mut r = record.clone();
-    let old = r.get("uuid").and_then(Value::as_str).unwrap_or("").to_string();
-    let new = s.fresh(&old);
-    if let Value::Object(m) = &mut r {
-        m.insert("parentUuid".into(), json!(parent));
-        m.remove("logicalParentUuid");
-        m.insert("uuid".into(), json!(new));
-        if let Some(n) = m.get("sourceToolAssistantUUID").and_then(Value::as_str).and_then(|a| copied.get(a)) {
-            m.insert("sourceToolAssistantUUID".into(), json!(n));
-        }
-        if let Some(Value::Object(msg)) = m.get_mut("message") {
-            msg.remove("usage");
-        }
+/// The ids this compaction gives: a fresh uuid per copied record and a fresh
+/// `message.id` per copied API message (Claude Code joins records that share one, so a
+/// copy that kept the original's would be sent twice), each distinct from every id of
+/// the session and from each other.
+struct Fresh<'s, 'v> {
+    session: &'s Session<'v>,
+    taken: HashSet<String>,
+    /// Old uuid → its copy's.
+    uuids: HashMap<String, String>,
+    /// Old `message.id` → the copies' (all records of one API message share it).
+    messages: HashMap<String, String>,
+}
+
+impl Fresh<'_, '_> {
+    fn new_id(&mut self, domain: &str, name: &str) -> String {
+        self.session.fresh(&mut self.taken, domain, name, |u| u)
     }
-    copied.insert(old, new);
-    r
+
+    /// A retained record copied after the boundary: fresh ids, parented on the record
+    /// before it; everything else as it was, but the usage (a copy is not a model call
+    /// of the new context: counted again it would hide the drop in occupancy).
+    fn copy(&mut self, record: &Value, parent: &str) -> Value {
+        let mut r = record.clone();
+        let old = r.get("uuid").and_then(Value::as_str).unwrap_or("").to_string();
+        let new = self.new_id("copy", &old);
+        if let Value::Object(m) = &mut r {
+            m.insert("parentUuid".into(), json!(parent));
+            m.remove("logicalParentUuid");
+            m.insert("uuid".into(), json!(new));
+            if let Some(n) = m.get("sourceToolAssistantUUID").and_then(Value::as_str).and_then(|a| self.uuids.get(a)) {
+                m.insert("sourceToolAssistantUUID".into(), json!(n));
+            }
+            if let Some(Value::Object(msg)) = m.get_mut("message") {
+                msg.remove("usage");
+                if let Some(id) = msg.get("id").and_then(Value::as_str).map(str::to_string) {
+                    let copy = match self.messages.get(&id) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let shape = |u: String| format!("msg_rivumi_{}", u.replace('-', ""));
+                            let c = self.session.fresh(&mut self.taken, "message", &id, shape);
+                            self.messages.insert(id, c.clone());
+                            c
+                        }
+                    };
+                    msg.insert("id".into(), json!(copy));
+                }
+            }
+        }
+        self.uuids.insert(old, new);
+        r
+    }
 }

@@ -20,7 +20,6 @@ mod codex;
 
 use crate::engine::Processed;
 use crate::formats::InputFormat;
-use crate::transcript::Synthetic;
 use std::io::{self, Write};
 
 /// Writes `original` (the input as read) followed by the compaction `done` plans, in
@@ -113,21 +112,6 @@ fn injected(record: &str) -> Option<Step> {
     let (kind, content) = crate::policy::injected::parts(record);
     let text = crate::transcript::unescape_literal(content).unwrap_or_default();
     Some(Step::Injected(kind.into_owned(), text.into_owned()))
-}
-
-/// The kind of an injected text, from the header every rendered text starts with (how
-/// a Codex history, which keeps no extra fields, marks them; Codex marks its own
-/// summaries the same way).
-pub fn kind_of_text(text: &str) -> Option<Synthetic> {
-    if text.starts_with(crate::render::SUMMARY_HEADER) {
-        Some(Synthetic::HistorySummaryFallback)
-    } else if text.starts_with("[rivumi] Token budget pressure:") {
-        Some(Synthetic::PressureReminder)
-    } else if text.starts_with("[rivumi] Re-anchor") {
-        Some(Synthetic::Reanchor)
-    } else {
-        None
-    }
 }
 
 /// A uuid (version 4 layout) derived from `parts`: fresh for every copied record, and

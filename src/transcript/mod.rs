@@ -291,6 +291,20 @@ impl<'a> Transcript<'a> {
         (0..self.items.len()).filter(|&i| self.items[i].is_input()).collect()
     }
 
+    /// The input items from `start` on that are history (SPEC 4): not synthetic, and
+    /// not system or developer messages, which are instructions (a provider sends the
+    /// system prompt apart from the messages; a Codex rollout opens with two developer
+    /// messages). The fallback's boundaries are counted over these, from the start of
+    /// the current context.
+    pub fn history_items(&self, start: usize) -> Vec<usize> {
+        (start..self.items.len())
+            .filter(|&i| {
+                let item = &self.items[i];
+                item.is_input() && !matches!(item.role(), Some(Role::System | Role::Developer))
+            })
+            .collect()
+    }
+
     /// Whether the last input item is an assistant message whose calls all have results.
     pub fn ends_on_completed_turn(&self) -> bool {
         let Some(last) = self.items.iter().rposition(Item::is_input) else {

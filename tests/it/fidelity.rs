@@ -43,10 +43,13 @@ fn crlf_fallback_keeps_each_kept_line_exactly() {
     assert!(out.starts_with(b"\xEF\xBB\xBF{\"type\":\"session\""), "the BOM stays first");
     let text = String::from_utf8(out).unwrap();
     for line in String::from_utf8(input).unwrap().split_inclusive('\n') {
-        if !line.contains("\"id\":\"a0\"") && !line.contains("\"id\":\"r0\"") {
+        // The system message is not history (SPEC 4): the head is m1, a0 and r0, and the
+        // first eligible pair a1, r1 is summarized.
+        if !line.contains("\"id\":\"a1\"") && !line.contains("\"id\":\"r1\"") {
             let line = line.trim_start_matches('\u{feff}');
             assert!(text.contains(line), "kept line missing or changed: {line:?}");
         }
     }
-    assert!(!text.contains("\"id\":\"a0\",\"turn\""), "a0 was summarized");
+    assert!(!text.contains("\"id\":\"a1\",\"turn\""), "a1 was summarized");
+    assert!(text.contains("\"id\":\"a0\",\"turn\""), "a0 is protected");
 }

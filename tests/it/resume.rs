@@ -5,7 +5,7 @@ use crate::support::{path_str, root, run, stderr, stdout, temp_file};
 use serde_json::Value;
 use std::collections::HashSet;
 
-const CLAUDE: &str = "testdata/cases/claude-code-compact-boundary/input.jsonl";
+const CLAUDE: &str = "testdata/cases/claude-code-compact-boundary-agent-runner/input.jsonl";
 const CODEX: &str = "testdata/cases/codex-agent-runner/input.jsonl";
 const BUDGET: &[&str] = &["--runtime", "agent-runner", "--max-total-tokens", "1000"];
 
@@ -54,7 +54,10 @@ fn check_claude_code(input: &[u8], out: &[u8]) {
     assert!(old_uuids.contains(b["logicalParentUuid"].as_str().unwrap()), "the boundary follows the old chain");
     assert!(b["compactMetadata"]["preTokens"].as_u64().unwrap() > 0);
     assert!(matches!(b["compactMetadata"]["trigger"].as_str(), Some("auto" | "manual")));
-    let summary = new.iter().find(|r| r["isCompactSummary"] == true).expect("a compact summary message");
+    let summary = new
+        .iter()
+        .find(|r| r["isCompactSummary"] == true && r.get("rivumi").is_some())
+        .expect("a compact summary message of this tool's");
     let text = summary["message"]["content"].as_str().unwrap();
     assert!(text.starts_with("[rivumi] History summary fallback.") || summary["rivumi"] == "checkpoint", "{text}");
     assert!(text.contains("[rivumi] Re-anchor"), "the re-anchor block travels with the summary");
@@ -68,12 +71,43 @@ fn check_claude_code(input: &[u8], out: &[u8]) {
         assert!(r["message"].get("usage").is_none(), "a copy is not a model call");
         parent = uuid.to_string();
     }
+    // Claude Code joins records that share a `message.id`: a copy never keeps the
+    // original's, and the records of one API message keep sharing theirs.
+    let old_ids: HashSet<&str> = before.iter().filter_map(|r| r["message"]["id"].as_str()).collect();
+    let mut pairs: HashSet<(&str, &str)> = HashSet::new();
+    let mut used = vec![false; before.len()];
+    for (r, id) in new.iter().filter_map(|r| Some((r, r["message"]["id"].as_str()?))) {
+        assert!(!old_ids.contains(id), "a copy has a fresh message id: {r}");
+        // Its original: the first record not matched yet that is the same but for the
+        // ids and the usage.
+        let k = (0..before.len())
+            .find(|&k| !used[k] && without_ids(&before[k]) == without_ids(r))
+            .expect("a copy has an original");
+        used[k] = true;
+        pairs.insert((before[k]["message"]["id"].as_str().unwrap(), id));
+    }
+    let olds: HashSet<&str> = pairs.iter().map(|p| p.0).collect();
+    let news: HashSet<&str> = pairs.iter().map(|p| p.1).collect();
+    assert_eq!((olds.len(), news.len()), (pairs.len(), pairs.len()), "one fresh id per API message: {pairs:?}");
     let all: HashSet<&str> = after.iter().filter_map(|r| r["uuid"].as_str()).collect();
     for r in &after {
         if let Some(p) = r["parentUuid"].as_str() {
             assert!(all.contains(p), "parentUuid {p} resolves");
         }
     }
+}
+
+/// A record without what a copy changes: its ids, its parent links and its usage.
+fn without_ids(r: &Value) -> Value {
+    let mut r = r.clone();
+    for k in ["uuid", "parentUuid", "logicalParentUuid", "sourceToolAssistantUUID"] {
+        r.as_object_mut().unwrap().remove(k);
+    }
+    if let Some(m) = r.get_mut("message").and_then(Value::as_object_mut) {
+        m.remove("id");
+        m.remove("usage");
+    }
+    r
 }
 
 #[test]
@@ -83,9 +117,14 @@ fn a_claude_code_session_gets_a_boundary_it_can_resume_from() {
     check_claude_code(&input, &out);
     let (dir, path) = temp_file("session.jsonl", &out);
     let p = path_str(&path);
-    // Read back: the context starts at the new boundary, with the summary.
+    // Read back: the context starts at the new boundary, with the protected head (the
+    // first two history items of the context before: Claude Code's own summary and
+    // the first call with its result), then the summary.
     let context = context_after_last_compaction(p);
-    assert_eq!(context[0]["synthetic"], "history_summary_fallback", "{:?}", context[0]);
+    let kinds: Vec<String> =
+        context.iter().map(|r| r["synthetic"].as_str().unwrap_or(r["type"].as_str().unwrap()).to_string()).collect();
+    assert_eq!(kinds[..4], ["message", "message", "tool_result", "history_summary_fallback"], "{kinds:?}");
+    assert!(context[0]["content"].as_str().unwrap().starts_with("This session is being continued"));
     assert!(context.iter().all(|r| r["type"] != "event" || r["name"] != "compaction_completed"));
     assert!(occupancy(p) < occupancy(CLAUDE), "{} then {}", occupancy(CLAUDE), occupancy(p));
     // A second run with the same flags adds nothing.
@@ -148,7 +187,7 @@ fn a_claude_code_checkpoint_is_recorded_too() {
     check_claude_code(&input, &out);
     let new = records(&out).split_off(records(&input).len());
     assert_eq!(new[0]["compactMetadata"]["trigger"], "manual");
-    let summary = new.iter().find(|r| r["isCompactSummary"] == true).unwrap();
+    let summary = new.iter().find(|r| r["isCompactSummary"] == true && r.get("rivumi").is_some()).unwrap();
     assert_eq!(summary["rivumi"], "checkpoint");
     // The retained tail: the last turns, their call and result paired by tool id.
     let copies: Vec<&Value> = new.iter().filter(|r| r.get("rivumi").is_none() && r["type"] != "system").collect();
@@ -217,7 +256,10 @@ fn a_codex_rollout_gets_a_compacted_record_it_can_resume_from() {
     let (dir, path) = temp_file("rollout.jsonl", &out);
     let p = path_str(&path);
     let context = context_after_last_compaction(p);
-    assert_eq!(context[0]["synthetic"], "history_summary_fallback", "{:?}", context[0]);
+    // The protected head: the task (as the user's own message) and the assistant's
+    // message restated by Codex's own compaction, then the summary.
+    assert_eq!(context[0]["content"], "Fix the typo in README.md", "{:?}", context[0]);
+    assert_eq!(context[2]["synthetic"], "history_summary_fallback", "{:?}", context[2]);
     assert!(context.iter().any(|r| r["type"] == "tool_result"), "calls and outputs are kept in the new history");
     assert!(occupancy(p) < occupancy(CODEX), "{} then {}", occupancy(CODEX), occupancy(p));
     assert_eq!(compact(p, "codex", BUDGET), out, "a second run adds nothing");
@@ -233,10 +275,96 @@ fn resumable_output_needs_the_agents_own_session() {
     let o = run(&["run", path_str(&ds), "--output-format", "codex"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     // Nothing to record: the session as it was, and stderr says so.
-    let o = run(&["run", CLAUDE, "--output-format", "claude-code"]);
+    let o = run(&["run", CLAUDE, "--output-format", "claude-code", "--runtime", "conversation"]);
     assert!(o.status.success());
     assert_eq!(o.stdout, std::fs::read(root().join(CLAUDE)).unwrap());
     assert!(stderr(&o).contains("no history was replaced"), "{}", stderr(&o));
     assert!(!stdout(&o).is_empty());
+    drop(dir);
+}
+
+/// A rollout's lines with an `ordinal` after each `timestamp`, as Codex 0.171 writes.
+fn with_ordinals(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, line) in input.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+        let text = std::str::from_utf8(line).unwrap();
+        let rest = text.strip_prefix("{\"timestamp\":\"2026-08-03T10:48:56.000Z\",").unwrap();
+        out.extend(format!("{{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\":{k},{rest}\n").into_bytes());
+    }
+    out
+}
+
+#[test]
+fn a_codex_rollout_that_numbers_its_records_gets_numbered_records() {
+    // Codex resume refuses a rollout whose last record has no `ordinal`.
+    let input = with_ordinals(&std::fs::read(root().join(CODEX)).unwrap());
+    let n = records(&input).len() as u64;
+    let (dir, path) = temp_file("rollout.jsonl", &input);
+    let out = compact(path_str(&path), "codex", BUDGET);
+    let new = records(&out).split_off(n as usize);
+    assert_eq!(new.iter().map(|r| r["ordinal"].as_u64()).collect::<Vec<_>>(), [Some(n), Some(n + 1)]);
+    let text = String::from_utf8(out).unwrap();
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with(&format!("{{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\":{},", n + 1)), "{last}");
+    // The injected messages are known by their mark, not by their text.
+    let history = new[0]["payload"]["replacement_history"].as_array().unwrap();
+    let marked: Vec<&str> = history.iter().filter_map(|h| h["rivumi"].as_str()).collect();
+    assert_eq!(marked, ["history_summary_fallback", "pressure_reminder", "reanchor"]);
+    // Without ordinals in the input, none are written.
+    assert!(compact(CODEX, "codex", BUDGET).split(|&b| b == b'\n').all(|l| !l.starts_with(b"{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\"")));
+    drop(dir);
+}
+
+#[test]
+fn a_reused_codex_call_id_keeps_each_call_its_own_arguments() {
+    let ts = r#"{"timestamp":"2026-08-03T10:48:56.000Z","#;
+    let call = |n: usize, id: &str, cmd: &str| {
+        format!(
+            "{ts}\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call\",\"call_id\":\"{id}\",\"name\":\"shell\",\"arguments\":\"{{\\\"command\\\":[\\\"bash\\\",\\\"-lc\\\",\\\"{cmd}\\\"]}}\"}}}}\n\
+             {ts}\"type\":\"event_msg\",\"payload\":{{\"type\":\"token_count\",\"info\":{{\"last_token_usage\":{{\"input_tokens\":{},\"output_tokens\":10}}}}}}}}\n\
+             {ts}\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call_output\",\"call_id\":\"{id}\",\"output\":\"ok {n}\"}}}}\n",
+            1000 * (n + 1)
+        )
+    };
+    let mut input = format!(
+        "{ts}\"type\":\"session_meta\",\"payload\":{{\"id\":\"reuse\",\"cwd\":\"/w\"}}}}\n\
+         {ts}\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"input_text\",\"text\":\"Tidy up.\"}}]}}}}\n"
+    );
+    input += &call(0, "call_1", "cat f0.txt");
+    for n in 1..5 {
+        input += &call(n, &format!("call_x{n}"), &format!("ls d{n}"));
+    }
+    input += &call(5, "call_1", "rm -rf build");
+    let (dir, path) = temp_file("reuse.jsonl", input.as_bytes());
+    let out = compact(path_str(&path), "codex", &["--runtime", "agent-runner", "--max-total-tokens", "5000"]);
+    let new = records(&out).split_off(records(input.as_bytes()).len());
+    let history = new[0]["payload"]["replacement_history"].as_array().unwrap();
+    let calls: Vec<&str> = history
+        .iter()
+        .filter(|h| h["type"] == "function_call" && h["call_id"] == "call_1")
+        .map(|h| h["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls.len(), 2, "{history:?}");
+    assert!(calls[0].contains("cat f0.txt") && calls[1].contains("rm -rf build"), "{calls:?}");
+    drop(dir);
+}
+
+#[test]
+fn copied_claude_code_records_never_take_an_id_the_session_holds() {
+    // A record whose uuid is a word the writer uses for its own records.
+    let mut input = String::from_utf8(claude_session(6)).unwrap();
+    for (old, new) in [("\"u0\"", "\"compact_boundary\""), ("\"a0\"", "\"injected-history_summary_fallback\"")] {
+        input = input.replace(old, new);
+    }
+    let (dir, path) = temp_file("ids.jsonl", input.as_bytes());
+    let out = compact(path_str(&path), "claude-code", &["--runtime", "agent-runner", "--max-total-tokens", "1000"]);
+    check_claude_code(input.as_bytes(), &out);
+    let all = records(&out);
+    let mut uuids = HashSet::new();
+    for r in &all {
+        if let Some(u) = r["uuid"].as_str() {
+            assert!(uuids.insert(u.to_string()), "uuid {u} appears twice");
+        }
+    }
     drop(dir);
 }

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""A scripted model server for the real agents (SPEC 13), on 127.0.0.1 only.
+
+It answers the streaming Anthropic Messages API (POST /v1/messages, for Claude Code)
+and the streaming OpenAI Responses API (POST /v1/responses, for Codex) from a script,
+and records every request body it gets, so a test can read exactly what the agent sent.
+
+The script is a JSON object:
+  {"steps": [STEP, ...],          # answers to the agent's own turns, in order
+   "compact": STEP,               # the answer to a compaction (summary) request
+   "side": STEP}                  # the answer to anything else (titles, probes)
+  STEP = {"text": "...", "tool": {"name": ..., "input": {...}}, "usage": {...}}
+A step may hold a text, a tool call, or both (text first). usage is what the server
+reports for that call, in the API's own keys: Anthropic `input_tokens`,
+`cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`; OpenAI
+`input_tokens` (cached included), `cached_tokens`, `output_tokens`.
+
+A request is a *compaction* when the agent asks for a summary of the conversation
+(its last user text asks for one), *side* when it carries no tools, else a *step*.
+When the steps run out, the server answers "Done." with the last step's usage.
+
+Usage: modelserver.py --script FILE --record DIR --port-file FILE
+The port is chosen by the kernel and written to --port-file once the server listens.
+"""
+
+import argparse
+import http.server
+import itertools
+import json
+import os
+import sys
+import threading
+
+COMPACT_MARKERS = (
+    "create a detailed summary of the conversation",
+    "summarize the conversation",
+    "your task is to create a detailed summary",
+    "context checkpoint compaction",
+    "handoff summary",
+)
+
+
+class Script:
+    def __init__(self, path):
+        with open(path, encoding="utf-8") as f:
+            script = json.load(f)
+        self.steps = script.get("steps", [])
+        self.compact = script.get("compact", {"text": "<summary>The work so far.</summary>", "usage": {}})
+        self.side = script.get("side", {"text": "ok", "usage": {}})
+        self.next = 0
+        self.lock = threading.Lock()
+
+    def step(self):
+        with self.lock:
+            if self.next < len(self.steps):
+                s = self.steps[self.next]
+                self.next += 1
+                return self.next - 1, s
+            last = self.steps[-1]["usage"] if self.steps else {}
+            self.next += 1
+            return self.next - 1, {"text": "Done.", "usage": last}
+
+
+def texts(value):
+    """Every string in a request value, for looking for a summary prompt."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from texts(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("text", "content", "input"):
+                yield from texts(v)
+
+
+def last_user_text(messages):
+    for m in reversed(messages or []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return " ".join(texts(m.get("content"))).lower()
+    return ""
+
+
+def classify(body, api):
+    messages = body.get("messages") if api == "anthropic" else body.get("input")
+    text = last_user_text(messages)
+    if any(k in text for k in COMPACT_MARKERS):
+        return "compact"
+    if not body.get("tools"):
+        return "side"
+    return "step"
+
+
+def sse(event, data):
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def anthropic_events(n, model, step):
+    u = step.get("usage", {})
+    usage = {
+        "input_tokens": u.get("input_tokens", 10),
+        "cache_creation_input_tokens": u.get("cache_creation_input_tokens", 0),
+        "cache_read_input_tokens": u.get("cache_read_input_tokens", 0),
+        "output_tokens": 1,
+    }
+    msg = {"id": f"msg_scripted_{n:04d}", "type": "message", "role": "assistant", "model": model,
+           "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}
+    out = [sse("message_start", {"type": "message_start", "message": msg})]
+    index = 0
+    if step.get("text"):
+        out.append(sse("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "text", "text": ""}}))
+        out.append(sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                               "delta": {"type": "text_delta", "text": step["text"]}}))
+        out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    stop = "end_turn"
+    if step.get("tool"):
+        t = step["tool"]
+        out.append(sse("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "tool_use", "id": f"toolu_scripted_{n:04d}",
+                                                                 "name": t["name"], "input": {}}}))
+        out.append(sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                               "delta": {"type": "input_json_delta",
+                                                         "partial_json": json.dumps(t.get("input", {}))}}))
+        out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        stop = "tool_use"
+    final = dict(usage, output_tokens=u.get("output_tokens", 5))
+    out.append(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                     "usage": final}))
+    out.append(sse("message_stop", {"type": "message_stop"}))
+    return b"".join(out)
+
+
+def openai_events(n, model, step):
+    u = step.get("usage", {})
+    items = []
+    if step.get("text"):
+        items.append({"type": "message", "id": f"msg_scripted_{n:04d}", "role": "assistant", "status": "completed",
+                      "content": [{"type": "output_text", "text": step["text"], "annotations": []}]})
+    if step.get("tool"):
+        t = step["tool"]
+        items.append({"type": "function_call", "id": f"fc_scripted_{n:04d}", "call_id": f"call_scripted_{n:04d}",
+                      "name": t["name"], "arguments": json.dumps(t.get("input", {})), "status": "completed"})
+    inp, cached, outp = u.get("input_tokens", 10), u.get("cached_tokens", 0), u.get("output_tokens", 5)
+    usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
+             "output_tokens": outp, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": inp + outp}
+    resp = {"id": f"resp_scripted_{n:04d}", "object": "response", "model": model, "status": "in_progress", "output": []}
+    out = [sse("response.created", {"type": "response.created", "response": resp})]
+    for i, item in enumerate(items):
+        out.append(sse("response.output_item.added", {"type": "response.output_item.added", "output_index": i, "item": item}))
+        out.append(sse("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": item}))
+    done = dict(resp, status="completed", output=items, usage=usage)
+    out.append(sse("response.completed", {"type": "response.completed", "response": done}))
+    return b"".join(out)
+
+
+def make_handler(script, record):
+    counter = itertools.count()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def reply(self, status, ctype, body):
+            self.send_response(status)
+            self.send_header("content-type", ctype)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            if self.path.rstrip("/").endswith("/models"):
+                self.reply(200, "application/json", b'{"object":"list","data":[],"models":[]}')
+            else:
+                self.reply(404, "application/json", b'{"error":"not scripted"}')
+
+        def do_HEAD(self):
+            self.reply(200, "text/plain", b"")
+
+        def do_POST(self):
+            n = next(counter)
+            raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+            path = self.path.split("?")[0]
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                body = {}
+            if path.endswith("/messages/count_tokens"):
+                self.reply(200, "application/json", b'{"input_tokens": 10}')
+                return
+            if path.endswith("/messages"):
+                api = "anthropic"
+            elif path.endswith("/responses"):
+                api = "openai"
+            else:
+                self.reply(404, "application/json", b'{"error":"not scripted"}')
+                return
+            kind = classify(body, api)
+            if kind == "step":
+                index, step = script.step()
+            else:
+                index, step = None, script.compact if kind == "compact" else script.side
+            with open(os.path.join(record, f"{n:04d}-{api}-{kind}.json"), "w", encoding="utf-8") as f:
+                json.dump({"path": path, "kind": kind, "step": index, "body": body}, f)
+            model = body.get("model", "scripted")
+            events = anthropic_events if api == "anthropic" else openai_events
+            self.reply(200, "text/event-stream", events(n, model, step))
+
+    return Handler
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--script", required=True)
+    p.add_argument("--record", required=True)
+    p.add_argument("--port-file", required=True)
+    a = p.parse_args()
+    os.makedirs(a.record, exist_ok=True)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(Script(a.script), a.record))
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(server.server_address[1]))
+    os.replace(tmp, a.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
