@@ -134,7 +134,9 @@ class Agent:
             os.makedirs(d, exist_ok=True)
 
     def cleanup(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Removes the run's folder (kept with RIVUMI_AGENTS_KEEP=1, to look into)."""
+        if os.environ.get("RIVUMI_AGENTS_KEEP") != "1":
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def exec(self, prompt, script, resume=None, args=()):
         server = Server(self.dir, script)

@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import threading
+import uuid
 
 COMPACT_MARKERS = (
     "create a detailed summary of the conversation",
@@ -103,7 +104,7 @@ def anthropic_events(n, model, step):
         "cache_read_input_tokens": u.get("cache_read_input_tokens", 0),
         "output_tokens": 1,
     }
-    msg = {"id": f"msg_scripted_{n:04d}", "type": "message", "role": "assistant", "model": model,
+    msg = {"id": f"msg_scripted_{n}", "type": "message", "role": "assistant", "model": model,
            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}
     out = [sse("message_start", {"type": "message_start", "message": msg})]
     index = 0
@@ -118,7 +119,7 @@ def anthropic_events(n, model, step):
     if step.get("tool"):
         t = step["tool"]
         out.append(sse("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {"type": "tool_use", "id": f"toolu_scripted_{n:04d}",
+                                               "content_block": {"type": "tool_use", "id": f"toolu_scripted_{n}",
                                                                  "name": t["name"], "input": {}}}))
         out.append(sse("content_block_delta", {"type": "content_block_delta", "index": index,
                                                "delta": {"type": "input_json_delta",
@@ -136,17 +137,17 @@ def openai_events(n, model, step):
     u = step.get("usage", {})
     items = []
     if step.get("text"):
-        items.append({"type": "message", "id": f"msg_scripted_{n:04d}", "role": "assistant", "status": "completed",
+        items.append({"type": "message", "id": f"msg_scripted_{n}", "role": "assistant", "status": "completed",
                       "content": [{"type": "output_text", "text": step["text"], "annotations": []}]})
     if step.get("tool"):
         t = step["tool"]
-        items.append({"type": "function_call", "id": f"fc_scripted_{n:04d}", "call_id": f"call_scripted_{n:04d}",
+        items.append({"type": "function_call", "id": f"fc_scripted_{n}", "call_id": f"call_scripted_{n}",
                       "name": t["name"], "arguments": json.dumps(t.get("input", {})), "status": "completed"})
     inp, cached, outp = u.get("input_tokens", 10), u.get("cached_tokens", 0), u.get("output_tokens", 5)
     usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
              "output_tokens": outp, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": inp + outp}
-    resp = {"id": f"resp_scripted_{n:04d}", "object": "response", "model": model, "status": "in_progress", "output": []}
+    resp = {"id": f"resp_scripted_{n}", "object": "response", "model": model, "status": "in_progress", "output": []}
     out = [sse("response.created", {"type": "response.created", "response": resp})]
     for i, item in enumerate(items):
         out.append(sse("response.output_item.added", {"type": "response.output_item.added", "output_index": i, "item": item}))
@@ -158,6 +159,9 @@ def openai_events(n, model, step):
 
 def make_handler(script, record):
     counter = itertools.count()
+    # Ids unique across servers: an agent resumed against a new server must never get
+    # a message id it already holds (Claude Code joins records that share one).
+    run = uuid.uuid4().hex[:8]
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -208,7 +212,7 @@ def make_handler(script, record):
                 json.dump({"path": path, "kind": kind, "step": index, "body": body}, f)
             model = body.get("model", "scripted")
             events = anthropic_events if api == "anthropic" else openai_events
-            self.reply(200, "text/event-stream", events(n, model, step))
+            self.reply(200, "text/event-stream", events(f"{run}_{n}", model, step))
 
     return Handler
 

@@ -261,13 +261,22 @@ impl State {
         let first = self.out.records.len();
         // The history the model sees from now on: messages, and calls with their outputs
         // (which a compaction written by this tool keeps).
+        // Each user message of the history opens a turn of its own (the turns it
+        // restates), so that a later checkpoint can still tell them apart.
+        let turn = std::mem::take(&mut self.turn);
         for (k, item) in history.iter().enumerate() {
             let id = format!("L{line}.{k}");
+            let user = item.get("role").and_then(Value::as_str) == Some("user")
+                && item.get(super::openhands::INJECTED_KEY).is_none();
+            if user {
+                self.turn = format!("{}-restated-{id}", if turn.is_empty() { "turn" } else { &turn });
+            }
             match item.get("type").and_then(Value::as_str) {
                 Some("compaction" | "reasoning" | "ghost_snapshot") | None => {}
                 Some(_) => self.item(item, &id),
             }
         }
+        self.turn = turn;
         // Usage belongs to the model calls after the compaction, never to a restated
         // item: a restated assistant message carries a usage of size 0 (no call).
         for at in first..self.out.records.len() {

@@ -20,6 +20,7 @@ mod codex;
 
 use crate::engine::Processed;
 use crate::formats::InputFormat;
+use crate::transcript::Synthetic;
 use std::io::{self, Write};
 
 /// Writes `original` (the input as read) followed by the compaction `done` plans, in
@@ -80,13 +81,19 @@ impl Compaction {
             removed[i] = true;
         }
         let start = crate::policy::context_start(t);
+        let replacement = injected(replacement)?;
+        // A checkpoint starts the context (SPEC 6): what comes before it (an earlier
+        // checkpoint, instructions) is not in the context the agent resumes with.
+        let checkpoint = matches!(&replacement, Step::Injected(kind, _) if kind == Synthetic::Checkpoint.as_str());
+        let mut replacement = Some(replacement);
         let mut steps = Vec::new();
         for (ri, r) in t.records.iter().enumerate() {
-            if let Some(i) = r.kind_item().filter(|&i| i >= start && !removed[i]) {
+            let before_checkpoint = checkpoint && replacement.is_some();
+            if let Some(i) = r.kind_item().filter(|&i| i >= start && !removed[i] && !before_checkpoint) {
                 steps.push(Step::Kept(i));
             }
             if ri == *at {
-                steps.push(injected(replacement)?);
+                steps.extend(replacement.take());
             }
         }
         steps.extend(plan.appended.iter().filter_map(|a| injected(a)));
