@@ -68,6 +68,29 @@ pub struct Trigger {
     /// Where replay evaluates the trigger; `null`: by path (completed turns for the
     /// conversation runtime, model calls for the agent runner).
     pub evaluate_at: Option<EvaluateAt>,
+    /// Conversation runtime: fire at this figure when it is below the threshold's (Codex
+    /// takes the smaller of a model's configured `auto_compact_token_limit` and 90% of
+    /// its window; a model whose limit comes from its server needs it set here).
+    #[serde(deserialize_with = "positive_opt")]
+    pub limit_tokens: Option<u64>,
+    /// How replay estimates what follows the last reported usage: as this tool does
+    /// (SPEC 1), or as the agent does (`claude-code`, `codex`; set by their profiles).
+    pub estimator: Estimator,
+}
+
+/// How the items after the last reported usage are estimated (SPEC 12 profiles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Estimator {
+    /// ceil(bytes / 4) per item (SPEC 1), or the configured tokenizer.
+    #[default]
+    Rivumi,
+    /// Claude Code: round(UTF-16 characters / 4) per content block after the first
+    /// block of the message that reported the usage; it decides on characters / 3 for
+    /// the models the table says so.
+    ClaudeCode,
+    /// Codex: ceil(bytes / 4) per item added since the last model call, plus 6.
+    Codex,
 }
 
 /// Evaluation points of a trigger (SPEC 12).
@@ -88,16 +111,18 @@ impl Config {
         if !conversation {
             return ceil_share(bp, u128::from(limit));
         }
-        if let Some(reserve) = self.trigger.reserve_tokens {
-            return limit.saturating_sub(reserve).max(1);
-        }
-        let provider = u128::from(limit) * 100 / u128::from(self.trigger.window_percent);
-        ceil_share(bp, provider)
+        let at = if let Some(reserve) = self.trigger.reserve_tokens {
+            limit.saturating_sub(reserve).max(1)
+        } else {
+            let provider = u128::from(limit) * 100 / u128::from(self.trigger.window_percent);
+            ceil_share(bp, provider)
+        };
+        self.trigger.limit_tokens.map_or(at, |l| l.min(at))
     }
 
     /// Whether the conversation trigger is placed other than by the threshold alone.
     pub fn trigger_is_custom(&self) -> bool {
-        self.trigger.reserve_tokens.is_some() || self.trigger.window_percent != 100
+        self.trigger.reserve_tokens.is_some() || self.trigger.window_percent != 100 || self.trigger.limit_tokens.is_some()
     }
 }
 
@@ -237,7 +262,13 @@ impl Default for Config {
             hooks: Hooks { pre_compact: None, post_compact: None, timeout_secs: 60 },
             summarizer: None,
             summarizer_timeout_secs: 60,
-            trigger: Trigger { reserve_tokens: None, window_percent: 100, evaluate_at: None },
+            trigger: Trigger {
+                reserve_tokens: None,
+                window_percent: 100,
+                evaluate_at: None,
+                limit_tokens: None,
+                estimator: Estimator::Rivumi,
+            },
         }
     }
 }
@@ -312,12 +343,12 @@ impl Profile {
             Profile::Rivumi => serde_json::json!({}),
             Profile::ClaudeCode => serde_json::json!({
                 "runtime": {"kind": "conversation", "native_compaction": true, "context_window": 200_000},
-                "trigger": {"reserve_tokens": 33_000, "evaluate_at": "model-calls"}
+                "trigger": {"reserve_tokens": 33_000, "evaluate_at": "model-calls", "estimator": "claude-code"}
             }),
             Profile::Codex => serde_json::json!({
                 "runtime": {"kind": "conversation", "native_compaction": true, "context_window": 258_400},
                 "threshold": 0.9,
-                "trigger": {"window_percent": 95, "evaluate_at": "model-calls"}
+                "trigger": {"window_percent": 95, "evaluate_at": "model-calls", "estimator": "codex"}
             }),
         }
     }
@@ -545,6 +576,13 @@ pub struct Layered {
     pub warnings: Vec<String>,
     /// The merged layers, for [`Layered::keys`].
     layers: Builder,
+}
+
+impl Builder {
+    /// Whether any layer laid so far sets `key` (a JSON path).
+    pub fn sets(&self, key: &str) -> bool {
+        self.layers.iter().any(|(leaves, _)| leaves.iter().any(|(k, _)| k == key))
+    }
 }
 
 impl Layered {

@@ -92,6 +92,31 @@ impl Settings {
         Settings::new(None, &flags).expect("a typed configuration is valid")
     }
 
+    /// Keys the user set (`--config` or flags) that cannot act on the path this
+    /// transcript takes, each with the flag that would make it act (SPEC 12).
+    pub fn inert(&self, config: &Config, name: &Path) -> Vec<String> {
+        let (path, other, flag) = match config.runtime.kind {
+            config::RuntimeKind::Conversation => ("conversation", "agent-runner", "--runtime agent-runner"),
+            config::RuntimeKind::AgentRunner => ("agent-runner", "conversation", "--runtime conversation"),
+        };
+        let keys: &[(&str, &str)] = match config.runtime.kind {
+            config::RuntimeKind::Conversation => &[("task.max_total_tokens", "--max-total-tokens")],
+            // The context window still shows in the agent runner's re-anchor block.
+            config::RuntimeKind::AgentRunner => {
+                &[("runtime.native_compaction", "--native-compaction"), ("trigger.limit_tokens", "--trigger-limit")]
+            }
+        };
+        keys.iter()
+            .filter(|(k, _)| self.layers.sets(k))
+            .map(|(k, f)| {
+                format!(
+                    "{}: {k} ({f}) does not act on the {path} path this transcript takes; it acts on the {other} path: add {flag}",
+                    name.display()
+                )
+            })
+            .collect()
+    }
+
     /// The commands these settings would run (hooks, summarizer), by key.
     pub fn commands(&self) -> Vec<&'static str> {
         let cfg = self.layers.clone().build().config;
@@ -212,6 +237,8 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
     if !settings.dry_run {
         run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
+    warnings.extend(settings.inert(&config, name));
+    warnings.extend(over_window(&config, plan.decision.used, t.session.as_ref(), name));
     let output_format = settings.output_format;
     Ok(Processed {
         transcript: t,
@@ -292,4 +319,17 @@ fn hook_payload(hook: &str, decision: &Decision, name: &Path, event: Value) -> V
         "decision": decision,
         "event": event,
     })
+}
+
+/// A conversation figure above the context window is not a full context: the window is
+/// wrong for the session (a model the table lacks, or a window set too small).
+pub fn over_window(config: &Config, used: Option<u64>, session: Option<&Map<String, Value>>, name: &Path) -> Option<String> {
+    let window = config.runtime.context_window?;
+    let used = used.filter(|&u| u > window && config.runtime.kind == config::RuntimeKind::Conversation)?;
+    let model = session.and_then(|s| s.get("model")).and_then(Value::as_str);
+    let whose = model.map_or(String::new(), |m| format!(" (model {})", crate::ui::escape(m)));
+    Some(format!(
+        "{}: the occupancy {used} is above the {window}-token context window{whose}: that window cannot be the one the session ran with; set runtime.context_window (--context-window)",
+        name.display()
+    ))
 }

@@ -6,7 +6,7 @@
 //! conversation runtime, [`CumulativeUsage`] for the agent runner), so replay and
 //! `decide` can never disagree on what a point measures.
 
-use crate::config::{Config, EvaluateAt, RuntimeKind};
+use crate::config::{Config, Estimator, EvaluateAt, RuntimeKind};
 use crate::policy::{CumulativeUsage, Event, Figure, Occupancy};
 use crate::tokens;
 use crate::transcript::{RecordKind, Synthetic, Transcript};
@@ -103,7 +103,13 @@ pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn
     let can_fire = !conversation || cfg.runtime.native_compaction;
     let fires_at = limit.filter(|_| can_fire).map(|l| cfg.fires_at(conversation, l));
     let est = tokens::item_estimates(t, cfg.tokenizer);
+    let agent = (conversation && cfg.trigger.estimator != Estimator::Rivumi).then(|| AgentFigure {
+        estimator: cfg.trigger.estimator,
+        check_chars_per_token: claude_check_ratio(t, cfg),
+        ..AgentFigure::default()
+    });
     let mut w = Walk {
+        agent,
         t,
         est: &est,
         source_line,
@@ -128,6 +134,9 @@ pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn
                 let rec = recorded_event(t, ri, source_line);
                 w.recorded(ri, rec);
                 w.occupancy.record(t, r, w.est);
+                if let Some(a) = &mut w.agent {
+                    a.reset();
+                }
             }
             _ => {}
         }
@@ -140,6 +149,8 @@ pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn
 }
 
 struct Walk<'w, 'a> {
+    /// The agent's own figure, under the `claude-code` and `codex` estimators.
+    agent: Option<AgentFigure>,
     t: &'w Transcript<'a>,
     est: &'w [u64],
     source_line: &'w dyn Fn(usize) -> Option<usize>,
@@ -178,6 +189,9 @@ impl Walk<'_, '_> {
             self.turn_id = Some(turn.to_string());
         }
         self.occupancy.record(self.t, &self.t.records[ri], self.est);
+        if let Some(a) = &mut self.agent {
+            a.item(self.t, i);
+        }
         self.cumulative.add(item, est);
         self.since_point = true;
         if is_call {
@@ -200,6 +214,9 @@ impl Walk<'_, '_> {
     }
 
     fn figure(&self) -> Figure {
+        if let Some(a) = &self.agent {
+            return a.figure();
+        }
         if self.conversation {
             self.occupancy.figure()
         } else {
@@ -223,7 +240,8 @@ impl Walk<'_, '_> {
 
     fn emit(&mut self, record: usize, recorded: Option<Recorded>) {
         let fig = self.figure();
-        let over = self.fires_at.is_some_and(|at| fig.tokens >= at);
+        let check = self.agent.as_ref().map_or(fig.tokens, AgentFigure::check);
+        let over = self.fires_at.is_some_and(|at| check >= at);
         let fired = over && self.armed;
         if fired {
             self.armed = false;
@@ -245,6 +263,89 @@ impl Walk<'_, '_> {
             record,
         });
     }
+}
+
+/// The figure an agent compares with its trigger (SPEC 12), measured with the agent
+/// itself (conformance/): the last reported usage plus the agent's own estimate of what
+/// came after it.
+#[derive(Debug, Clone, Default)]
+struct AgentFigure {
+    estimator: Estimator,
+    /// Claude Code: it decides on characters / this (unrounded) for some models.
+    check_chars_per_token: Option<u64>,
+    usage: Option<u64>,
+    /// The estimate of what came after the usage, as the agent records it.
+    after: u64,
+    /// Claude Code: the characters (UTF-16 units) of what came after the usage.
+    chars: u64,
+}
+
+impl AgentFigure {
+    fn reset(&mut self) {
+        (self.usage, self.after, self.chars) = (None, 0, 0);
+    }
+
+    fn item(&mut self, t: &Transcript<'_>, i: usize) {
+        let item = &t.items[i];
+        let blocks = match self.estimator {
+            Estimator::ClaudeCode => claude_blocks(t, i),
+            _ => Vec::new(),
+        };
+        if let Some(u) = item.usage().filter(|u| u.size() > 0) {
+            self.usage = Some(u.size());
+            (self.after, self.chars) = (0, 0);
+            // Claude Code takes the usage from the first record (block) of the message
+            // and estimates the blocks after it.
+            for &c in blocks.iter().skip(1) {
+                self.add_chars(c);
+            }
+            return;
+        }
+        match self.estimator {
+            Estimator::ClaudeCode => blocks.iter().for_each(|&c| self.add_chars(c)),
+            _ => self.after += item.estimate_bytes().div_ceil(4) + 6,
+        }
+    }
+
+    fn add_chars(&mut self, c: u64) {
+        self.after += (c + 2) / 4; // round(c / 4), halves up
+        self.chars += c;
+    }
+
+    fn figure(&self) -> Figure {
+        Figure { tokens: self.usage.unwrap_or(0).saturating_add(self.after), estimated: self.after > 0 }
+    }
+
+    /// The figure the agent decides on.
+    fn check(&self) -> u64 {
+        match self.check_chars_per_token {
+            Some(r) if self.estimator == Estimator::ClaudeCode => self.usage.unwrap_or(0) + self.chars / r.max(1),
+            _ => self.figure().tokens,
+        }
+    }
+}
+
+/// The UTF-16 lengths of a Claude Code item's content blocks, in the order Claude Code
+/// writes them (texts, then calls; a call is its name and its input as JSON).
+fn claude_blocks(t: &Transcript<'_>, i: usize) -> Vec<u64> {
+    let utf16 = |s: &str| s.encode_utf16().count() as u64;
+    let v: Value = serde_json::from_str(t.line_text(t.items[i].record)).unwrap_or(Value::Null);
+    let mut out: Vec<u64> = match v.get("content") {
+        Some(Value::String(s)) => vec![utf16(s)],
+        Some(Value::Array(blocks)) => blocks.iter().filter_map(|b| b.get("text")?.as_str()).map(utf16).collect(),
+        _ => Vec::new(),
+    };
+    out.extend(t.items[i].calls().iter().map(|c| utf16(&c.name) + utf16(c.arguments.get())));
+    out
+}
+
+/// Claude Code's check ratio for the session's model (the model table).
+fn claude_check_ratio(t: &Transcript<'_>, cfg: &Config) -> Option<u64> {
+    if cfg.trigger.estimator != Estimator::ClaudeCode {
+        return None;
+    }
+    let model = t.session.as_ref()?.get("model")?.as_str()?;
+    crate::formats::models::claude_code(model)?.check_chars_per_token
 }
 
 /// The `trigger` and `pre_tokens` an importer kept on a compaction event.

@@ -20,7 +20,7 @@ pub(super) fn settings(p: &PolicyArgs, actions: Option<&ActionArgs>, dry_run: bo
     if let Some(a) = actions {
         a.add_to(&mut layer);
     }
-    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &layer)?.with_profile(p.profile);
+    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &layer)?.with_profile(p.profile.unwrap_or_default());
     (s.manual, s.dry_run, s.input_format) = (actions.is_some_and(|a| a.manual), dry_run, p.input_format);
     Ok(s)
 }

@@ -306,8 +306,9 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// How the runtime decides to compact: a preset laid under the session, file and flags
-    #[arg(long, value_name = "NAME", value_enum, default_value_t = Profile::Rivumi)]
-    pub profile: Profile,
+    /// [default: rivumi; replay: the input's agent]
+    #[arg(long, value_name = "NAME", value_enum)]
+    pub profile: Option<Profile>,
     /// Which pressure path applies [runtime.kind]
     #[arg(long, value_name = "KIND", value_enum)]
     pub runtime: Option<RuntimeKind>,
@@ -320,6 +321,10 @@ pub struct PolicyArgs {
     /// Provider context capacity in tokens [runtime.context_window]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
+    /// Conversation runtime: also fire at N tokens when that is below the threshold's
+    /// figure (Codex's configured auto_compact_token_limit) [trigger.limit_tokens]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub trigger_limit: Option<u64>,
     /// Task budget in tokens [task.max_total_tokens]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_total_tokens: Option<u64>,
@@ -416,6 +421,9 @@ impl PolicyArgs {
         }
         if p.native_compaction || p.no_native_compaction {
             set_key(&mut layer, "runtime.native_compaction", json!(p.native_compaction));
+        }
+        if let Some(n) = p.trigger_limit {
+            set_key(&mut layer, "trigger.limit_tokens", json!(n));
         }
         if let Some(n) = p.context_window {
             set_key(&mut layer, "runtime.context_window", json!(n));

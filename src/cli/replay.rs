@@ -21,11 +21,21 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     canonical.warnings.iter().for_each(|w| crate::ui::warn(w));
     let mut settings = settings;
     settings.input_format = canonical.format;
+    // Replay follows the agent that wrote the input unless told otherwise (SPEC 12).
+    let chosen = args.policy.profile.is_some();
+    if !chosen {
+        settings = settings.with_profile(agent_profile(canonical.format));
+    }
     let t = transcript::parse(&canonical.bytes, &input.path)?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
     layered.warnings.iter().for_each(|w| crate::ui::warn(w));
     let profile = settings.profile();
     let r = crate::replay::replay(&t, &layered.config, profile.as_str(), &|l| canonical.source_line(l));
+    settings.inert(&layered.config, &input.path).iter().for_each(|w| crate::ui::warn(w));
+    let highest = r.points.iter().map(|p| p.used).max();
+    if let Some(w) = engine::over_window(&layered.config, highest, t.session.as_ref(), &input.path) {
+        crate::ui::warn(&w);
+    }
     if let Some(path) = &args.svg {
         let name = input.path.file_name().map_or("<stdin>".into(), |n| n.to_string_lossy().into_owned());
         let picture = crate::chart::svg(&r, &name);
@@ -34,7 +44,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if let Some(dir) = &args.out_dir {
         write_firings(dir, &input, &t, &r, &settings)?;
     }
-    let text = if args.json { json_lines(&r) } else { report(&r, &display(&input)) };
+    let text = if args.json { json_lines(&r) } else { report(&r, &display(&input), chosen) };
     stdout_write(|w| w.write_all(text.as_bytes()))
 }
 
@@ -50,15 +60,27 @@ fn json_lines(r: &Replay) -> String {
 }
 
 /// For people: the recorded compactions and predicted firings side by side.
-fn report(r: &Replay, name: &str) -> String {
+/// The profile of the agent that wrote a format (`rivumi` for the others).
+fn agent_profile(format: crate::formats::InputFormat) -> crate::config::Profile {
+    use crate::config::Profile;
+    use crate::formats::InputFormat;
+    match format {
+        InputFormat::ClaudeCode => Profile::ClaudeCode,
+        InputFormat::Codex => Profile::Codex,
+        _ => Profile::Rivumi,
+    }
+}
+
+fn report(r: &Replay, name: &str, chosen: bool) -> String {
     let s = &r.summary;
     let fires = r.points.iter().find_map(|p| p.fires_at.map(|at| (at, p.limit)));
     let trigger = match fires {
         Some((at, Some(l))) => format!("fires at {at} of {l}"),
         _ => "no trigger (the limit is unknown, or the runtime never auto-compacts)".into(),
     };
+    let whose = if chosen { "" } else { " (the input's agent's; --profile names another)" };
     let mut out = format!(
-        "{name}: {} profile, {} path, evaluated at {} ({} points); {trigger}\n",
+        "{name}: {} profile{whose}, {} path, evaluated at {} ({} points); {trigger}\n",
         s.profile, s.path, s.evaluate_at, s.points
     );
     let rows: Vec<&Point> = r.points.iter().filter(|p| p.fired || p.recorded.is_some()).collect();
@@ -104,6 +126,14 @@ fn report(r: &Replay, name: &str) -> String {
             format!(" (recorded {n}, {pct:+.2}%)")
         });
         let _ = writeln!(out, "  compaction at call {}: replayed {}{delta}; {when}", m.call, m.replayed);
+        if let Some(at) = fires.map(|f| f.0).filter(|&at| m.trigger == "auto" && m.fired_at_call.is_none() && m.replayed < at) {
+            let _ = writeln!(
+                out,
+                "    recorded below the profile's limit ({} < {at}): the agent compacted at a lower limit of its own \
+                 (a model's configured or server-given limit); set trigger.limit_tokens (--config or --trigger-limit N) to it",
+                m.replayed
+            );
+        }
     }
     let _ = writeln!(out, "{}", s.line());
     out

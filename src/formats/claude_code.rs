@@ -9,78 +9,192 @@ use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-/// Context windows by model, where they differ from the 200,000-token default.
-/// Models whose name ends in `[1m]` run with the 1M-token beta window.
-pub fn context_window(model: Option<&str>) -> u64 {
-    match model {
-        Some(m) if m.ends_with("[1m]") => 1_000_000,
-        _ => 200_000,
-    }
-}
+/// Records the model never sees: lifecycle, bookkeeping and request logs.
+const NOT_MODEL_VISIBLE: &[&str] = &[
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "summary",
+    "system",
+    "api-request",
+    "api-request-blob",
+    "api-request-shape",
+    "atis-latch",
+    "cost-state",
+    "last-prompt",
+    "tools-used",
+    "permission-mode",
+    "mode",
+    "custom-title",
+    "agent-name",
+];
 
-const NOT_MODEL_VISIBLE: &[&str] = &["progress", "file-history-snapshot", "queue-operation", "summary", "system"];
+/// The suffix of the ids of items a compaction kept in the new context (its preserved
+/// segment), restated after the compaction as Codex restates its replacement history.
+pub(crate) const PRESERVED: &str = "~preserved";
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let lines = json_lines(raw, file)?;
     let records: Vec<&Value> = lines.iter().map(|(_, v)| v).collect();
     let on_thread = main_thread(&records);
-    let mut out = Imported::default();
-    let mut tool_names: HashMap<String, String> = HashMap::new();
-    let mut groups: HashMap<String, usize> = HashMap::new(); // message.id → index in out.records
-    let mut turn = 0usize;
-    let mut compactions = 0usize;
-    let mut model: Option<String> = None;
-    let mut cwd: Option<String> = None;
-    let mut session_id: Option<String> = None;
+    let by_uuid: HashMap<&str, usize> =
+        records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
+    let mut st = State::default();
+    // The preserved segment of the latest boundary seen, restated after its anchor.
+    let mut preserved: Option<(String, Vec<usize>)> = None;
     for (idx, r) in records.iter().enumerate() {
-        out.line = lines[idx].0;
+        st.out.line = lines[idx].0;
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
-        session_id = session_id.or_else(|| r.get("sessionId").and_then(Value::as_str).map(str::to_string));
-        if !matches!(ty, "user" | "assistant") {
-            if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary") && on_thread[idx]
-            {
-                compactions += 1;
-                out.push(boundary_event(r, compactions));
-            } else if !NOT_MODEL_VISIBLE.contains(&ty) {
-                out.skip(if ty.is_empty() { "(no type)" } else { ty });
+        st.session_id = st.session_id.take().or_else(|| r.get("sessionId").and_then(Value::as_str).map(str::to_string));
+        if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary") && on_thread[idx] {
+            st.compactions += 1;
+            st.out.push(boundary_event(r, st.compactions));
+            preserved = preserved_segment(r, &records, &by_uuid);
+            continue;
+        }
+        let visible = matches!(ty, "user" | "assistant") || (ty == "attachment" && r.get("rendered").is_some());
+        if !visible {
+            if !NOT_MODEL_VISIBLE.contains(&ty) && ty != "attachment" {
+                st.out.skip(if ty.is_empty() { "(no type)" } else { ty });
             }
             continue;
         }
         if !on_thread[idx] || r.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             continue;
         }
-        cwd = cwd.or_else(|| r.get("cwd").and_then(Value::as_str).map(str::to_string));
+        st.record(r, "");
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
-        let msg = r.get("message").cloned().unwrap_or(Value::Null);
-        if ty == "assistant" {
-            if let Some(m) = msg.get("model").and_then(Value::as_str).filter(|m| !m.starts_with('<')) {
-                model = Some(m.to_string());
+        if let Some((_, segment)) = preserved.as_ref().filter(|(anchor, _)| anchor == uuid) {
+            for &k in segment {
+                st.record(records[k], PRESERVED);
             }
-            assistant(&mut out, &mut groups, &mut tool_names, &msg, uuid, turn);
+            st.restated_from = None;
+            preserved = None;
+        }
+    }
+    Ok(st.finish(file))
+}
+
+/// The records a boundary's `preservedSegment` keeps in the new context, in file order,
+/// with the anchor they follow: `preservedMessages.uuids` where written, else the
+/// chain from the tail back to the head.
+fn preserved_segment(r: &Value, records: &[&Value], by_uuid: &HashMap<&str, usize>) -> Option<(String, Vec<usize>)> {
+    let meta = r.get("compactMetadata")?;
+    let seg = meta.get("preservedSegment")?;
+    let anchor = seg.get("anchorUuid")?.as_str()?.to_string();
+    let mut at: Vec<usize> = match meta.get("preservedMessages").and_then(|m| m.get("uuids")).and_then(Value::as_array) {
+        Some(list) => list.iter().filter_map(|u| by_uuid.get(u.as_str()?).copied()).collect(),
+        None => {
+            let head = seg.get("headUuid")?.as_str()?;
+            let mut k = *by_uuid.get(seg.get("tailUuid")?.as_str()?)?;
+            let mut chain = vec![k];
+            while records[k].get("uuid").and_then(Value::as_str) != Some(head) && chain.len() <= records.len() {
+                k = *by_uuid.get(records[k].get("parentUuid")?.as_str()?)?;
+                chain.push(k);
+            }
+            chain
+        }
+    };
+    at.sort_unstable();
+    at.dedup();
+    Some((anchor, at))
+}
+
+/// What the import has gathered so far.
+#[derive(Default)]
+struct State {
+    out: Imported,
+    names: HashMap<String, String>,
+    /// `message.id` (with the restating suffix) → index in `out.records`.
+    groups: HashMap<String, usize>,
+    turn: usize,
+    compactions: usize,
+    model: Option<String>,
+    cwd: Option<String>,
+    session_id: Option<String>,
+    restated_from: Option<usize>,
+}
+
+impl State {
+    /// One model-visible record; `suffix` is [`PRESERVED`] for a restated one.
+    fn record(&mut self, r: &Value, suffix: &str) {
+        let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
+        self.cwd = self.cwd.take().or_else(|| r.get("cwd").and_then(Value::as_str).map(str::to_string));
+        let uuid = format!("{}{suffix}", r.get("uuid").and_then(Value::as_str).unwrap_or(""));
+        let msg = r.get("message").cloned().unwrap_or(Value::Null);
+        let turn = self.turn;
+        if ty == "attachment" {
+            // Rendered as a system reminder: instructions, not history (SPEC 4).
+            let blocks: Vec<Value> = rendered(r).into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+            self.out.push(Value::Object(message(&uuid, &format!("turn-{turn}"), "system", Value::Array(blocks))));
+        } else if ty == "assistant" {
+            if let Some(m) = msg.get("model").and_then(Value::as_str).filter(|m| !m.starts_with('<')) {
+                self.model = Some(m.to_string());
+            }
+            let at = assistant(&mut self.out, &mut self.groups, &mut self.names, &msg, &uuid, suffix, turn);
+            if !suffix.is_empty() {
+                // A restated message is not a model call of the new context.
+                self.out.records[at]["usage"] = super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached);
+            }
         } else {
             let content = msg.get("content").cloned().unwrap_or(Value::Null);
             // A record this tool wrote (`--output-format claude-code`) is its injected kind.
             if let Some(kind) = r.get(crate::formats::openhands::INJECTED_KEY).and_then(Value::as_str) {
-                let mut m = message(uuid, &format!("turn-{turn}"), "user", json!(text_of(&content)));
+                let mut m = message(&uuid, &format!("turn-{turn}"), "user", json!(text_of(&content)));
                 m.insert("synthetic".into(), json!(kind));
-                out.push(Value::Object(m));
-                continue;
+                self.out.push(Value::Object(m));
+                return;
             }
             let is_prompt = !matches!(&content, Value::Array(a) if a.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")));
-            if is_prompt {
-                turn += 1;
+            if is_prompt && suffix.is_empty() {
+                self.turn += 1;
             }
-            user(&mut out, &tool_names, &content, uuid, turn);
+            user(&mut self.out, &self.names, &content, &uuid, self.turn);
         }
     }
-    let window = context_window(model.as_deref());
-    out.session.insert("id".into(), json!(session_id.unwrap_or_else(|| "claude-code".into())));
-    out.session
-        .insert("runtime".into(), json!({"kind": "conversation", "native_compaction": true, "context_window": window}));
-    if let Some(cwd) = cwd {
-        out.session.insert("workspace".into(), json!({"root": cwd}));
+
+    fn finish(mut self, file: &Path) -> Imported {
+        let window = match self.model.as_deref().map(|m| (m, super::models::claude_code(m))) {
+            Some((_, Some(row))) => row.window,
+            Some((m, None)) => {
+                self.out.warnings.push(format!(
+                    "{}: claude-code: the model table does not know `{}`; assuming a {}-token context window (set runtime.context_window)",
+                    file.display(),
+                    crate::ui::escape(m),
+                    super::models::CLAUDE_CODE_ASSUMED
+                ));
+                super::models::CLAUDE_CODE_ASSUMED
+            }
+            None => super::models::CLAUDE_CODE_ASSUMED,
+        };
+        self.out.session.insert("id".into(), json!(self.session_id.unwrap_or_else(|| "claude-code".into())));
+        self.out
+            .session
+            .insert("runtime".into(), json!({"kind": "conversation", "native_compaction": true, "context_window": window}));
+        if let Some(cwd) = self.cwd {
+            self.out.session.insert("workspace".into(), json!({"root": cwd}));
+        }
+        // Not a configuration key: `config` and the profile look the model up.
+        if let Some(m) = self.model {
+            self.out.session.insert("model".into(), json!(m));
+        }
+        self.out
     }
-    Ok(out)
+}
+
+/// The texts an attachment record sends to the model.
+fn rendered(r: &Value) -> Vec<String> {
+    match r.get("rendered") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.clone()),
+                v => v.get("content").map(text_of),
+            })
+            .collect(),
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    }
 }
 
 /// Marks the records of the main thread: the path from the last record to the root
@@ -98,15 +212,19 @@ pub(crate) fn main_thread(records: &[&Value]) -> Vec<bool> {
     // file order, that is not on the path yet.
     let before = |i: usize, on: &[bool]| (0..i).rev().find(|&k| main(k) && !on[k]);
     let mut cursor = (0..records.len()).rev().find(|&k| main(k));
+    let mut has_message = false;
     while let Some(i) = cursor {
         on[i] = true;
         let r = records[i];
         let named =
             r.get("parentUuid").and_then(Value::as_str).or_else(|| r.get("logicalParentUuid").and_then(Value::as_str));
+        // A root ends the walk once the path holds a message: a root with no message
+        // below it (a lone system or hook record at the end) is not the thread.
+        has_message |= matches!(r.get("type").and_then(Value::as_str), Some("user" | "assistant"));
         cursor = match named.map(|p| uuid_at.get(p).copied()) {
-            None => None,                           // a root
+            None if has_message => None,            // the root
             Some(Some(p)) if !on[p] => Some(p),     // the parent
-            Some(Some(_) | None) => before(i, &on), // a cycle, or a parent not in the file
+            None | Some(Some(_) | None) => before(i, &on), // a cycle, a parent not in the file, a stray root
         };
     }
     let message_ids: HashSet<&str> =
@@ -156,9 +274,10 @@ fn assistant(
     names: &mut HashMap<String, String>,
     msg: &Value,
     uuid: &str,
+    suffix: &str,
     turn: usize,
-) {
-    let id = msg.get("id").and_then(Value::as_str).unwrap_or(uuid).to_string();
+) -> usize {
+    let id = msg.get("id").and_then(Value::as_str).map_or_else(|| uuid.to_string(), |m| format!("{m}{suffix}"));
     let at = *groups.entry(id.clone()).or_insert_with(|| {
         let mut m = message(&id, &format!("turn-{turn}"), "assistant", json!([]));
         m.insert("tool_calls".into(), json!([]));
@@ -195,6 +314,7 @@ fn assistant(
             ),
         );
     }
+    at
 }
 
 fn push(record: &mut Map<String, Value>, key: &str, v: Value) {

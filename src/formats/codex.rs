@@ -8,8 +8,9 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Top-level record types that carry nothing model-visible for the policy.
-const QUIET: &[&str] = &["session_meta", "turn_context", "event_msg"];
+/// Top-level record types that carry nothing model-visible for the policy (0.171 adds
+/// `token_usage_record`, the usage `token_count` reports again, and `world_state`).
+const QUIET: &[&str] = &["session_meta", "turn_context", "event_msg", "token_usage_record", "world_state", "harness"];
 /// `response_item` types with no text the model is resent (reasoning is encrypted).
 const QUIET_ITEMS: &[&str] = &["reasoning", "ghost_snapshot", "compaction"];
 
@@ -59,6 +60,9 @@ struct State {
     last_total: Option<u64>,
     /// The figure Codex compared before the next compaction: the latest call's total.
     last_call_total: Option<u64>,
+    /// The total of the call before it (the figure when the latest call was the
+    /// compaction's own).
+    previous_call_total: Option<u64>,
     /// Records of a new turn written before its `turn_context` (they take its id).
     awaiting_context: Vec<usize>,
 }
@@ -215,6 +219,7 @@ impl State {
             return; // the same call, reported again
         }
         self.last_total = total;
+        self.previous_call_total = self.last_call_total;
         self.last_call_total = Some(input.saturating_add(output));
         let at = match self.last_assistant {
             Some(at) if !self.usage_taken => at,
@@ -251,6 +256,7 @@ impl State {
     /// new start of the context.
     fn compacted(&mut self, p: &Value, line: usize) {
         self.compactions += 1;
+        self.drop_compaction_call(p);
         // Codex records no trigger and no pre-compaction figure: the figure is the
         // latest call's total (what its auto-compaction compared), the trigger auto.
         self.out.push(json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(),
@@ -263,7 +269,7 @@ impl State {
         // (which a compaction written by this tool keeps).
         // Each user message of the history opens a turn of its own (the turns it
         // restates), so that a later checkpoint can still tell them apart.
-        let turn = std::mem::take(&mut self.turn);
+        let turn = self.turn.clone();
         for (k, item) in history.iter().enumerate() {
             let id = format!("L{line}.{k}");
             let user = item.get("role").and_then(Value::as_str) == Some("user")
@@ -287,6 +293,31 @@ impl State {
         self.open_assistant = None;
         self.last_assistant = None;
         self.awaiting_context.clear();
+    }
+
+    /// Codex writes the model call that made its summary like any other (0.171): an
+    /// assistant message with no calls, right before the `compacted` record, whose text
+    /// ends its `message`; older versions left only its usage (an empty assistant item
+    /// made by a `token_count`). That call is the compaction's, not the history's: it
+    /// is dropped, and the figure before the compaction is the call before it.
+    fn drop_compaction_call(&mut self, p: &Value) {
+        let message = p.get("message").and_then(Value::as_str).unwrap_or("").trim_end();
+        let is_compaction_call = |r: &Value| {
+            let text = r.get("content").and_then(Value::as_str).unwrap_or("").trim();
+            r.get("role").and_then(Value::as_str) == Some("assistant")
+                && r.get("tool_calls").is_none()
+                && r.get("synthetic").is_none()
+                && (text.is_empty() || (!message.is_empty() && message.ends_with(text)))
+        };
+        let mut dropped = false;
+        while self.out.records.last().is_some_and(is_compaction_call) {
+            self.out.records.pop();
+            self.out.lines.pop();
+            dropped = true;
+        }
+        if dropped {
+            self.last_call_total = self.previous_call_total;
+        }
     }
 
     fn finish(mut self) -> Imported {

@@ -16,6 +16,8 @@ pub struct Imported {
     /// The input line being imported, given to the records pushed now.
     pub line: usize,
     pub skipped: std::collections::BTreeMap<String, usize>,
+    /// Other warnings the importer has for the user (complete lines).
+    pub warnings: Vec<String>,
 }
 
 impl Imported {
@@ -53,11 +55,12 @@ impl Imported {
     }
 
     pub fn warnings(&self, file: &Path, format: &str) -> Vec<String> {
-        if self.skipped.is_empty() {
-            return Vec::new();
+        let mut out = self.warnings.clone();
+        if !self.skipped.is_empty() {
+            let parts: Vec<String> = self.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            out.push(format!("{}: {format}: skipped records of unknown type: {}", file.display(), parts.join(", ")));
         }
-        let parts: Vec<String> = self.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        vec![format!("{}: {format}: skipped records of unknown type: {}", file.display(), parts.join(", "))]
+        out
     }
 }
 

@@ -4,11 +4,10 @@
 pub(crate) mod claude_code;
 mod codex;
 pub(crate) mod common;
+pub mod models;
 pub mod openai;
 pub mod openhands;
 mod swe_agent;
-
-pub use claude_code::context_window as claude_context_window;
 
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -183,26 +182,17 @@ pub fn detect(raw: &[u8]) -> InputFormat {
             InputFormat::Auto
         };
     }
-    let record = FirstRecord::read(first);
-    let has = |k: &str| record.keys.iter().any(|x| x == k);
-    let ty = record.ty.as_deref().unwrap_or("");
-    if has("payload") && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty) {
-        return InputFormat::Codex;
-    }
-    if has("sessionId") || has("parentUuid") || ["file-history-snapshot", "queue-operation", "summary"].contains(&ty) {
-        return InputFormat::ClaudeCode;
-    }
-    if record.ty.is_none() && has("messages") {
-        return InputFormat::Openai;
-    }
-    if record.ty.is_none() && has("history") {
-        return InputFormat::Openhands; // lines that carry a `history` of events
-    }
-    if has("type") {
-        InputFormat::Rivumi
-    } else {
-        InputFormat::Auto
-    }
+    // The first record that tells decides: a file may open with records of no
+    // particular shape (Claude Code sidechain or hook records, a canonical record of an
+    // unknown type), so the records after it are read too, as far as the head goes.
+    let mut lines = trimmed.lines().filter(|l| !l.trim().is_empty());
+    lines.by_ref().map(FirstRecord::read).find_map(|r| r.format()).unwrap_or_else(|| {
+        if FirstRecord::read(first).keys.iter().any(|k| k == "type") {
+            InputFormat::Rivumi
+        } else {
+            InputFormat::Auto
+        }
+    })
 }
 
 /// The top-level keys of a record and its `type`, as far as the text goes: keys are
@@ -214,6 +204,28 @@ struct FirstRecord {
 }
 
 impl FirstRecord {
+    /// The format this record shows, if it shows one.
+    fn format(&self) -> Option<InputFormat> {
+        let has = |k: &str| self.keys.iter().any(|x| x == k);
+        let ty = self.ty.as_deref().unwrap_or("");
+        if has("payload") && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty) {
+            return Some(InputFormat::Codex);
+        }
+        // Claude Code's keys (a canonical record has none of them), or its own types.
+        let claude_keys = ["sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"];
+        let claude_types = ["file-history-snapshot", "queue-operation", "summary", "progress", "attachment"];
+        if claude_keys.iter().any(|k| has(k)) || claude_types.contains(&ty) {
+            return Some(InputFormat::ClaudeCode);
+        }
+        if self.ty.is_none() && has("messages") {
+            return Some(InputFormat::Openai);
+        }
+        if self.ty.is_none() && has("history") {
+            return Some(InputFormat::Openhands); // lines that carry a `history` of events
+        }
+        ["session", "message", "tool_result", "event"].contains(&ty).then_some(InputFormat::Rivumi)
+    }
+
     /// The first record of a head (JSON Lines only; a document gives no keys).
     fn of(head: &[u8]) -> FirstRecord {
         let text = String::from_utf8_lossy(&head[..head.len().min(crate::source::SNIFF_BYTES)]);

@@ -4,6 +4,7 @@ mod batch;
 mod check;
 mod cli;
 mod compressed;
+mod current;
 mod dataset;
 mod docs;
 mod errors;

@@ -177,7 +177,11 @@ fn profiles_are_a_layer_under_session_file_and_flags() {
     let o = run(&["config", "--profile", "claude-code", "--json", MANUAL]);
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(c["trigger.reserve_tokens"], serde_json::json!({"value": 33000, "from": "profile"}));
-    assert_eq!(c["runtime.context_window"]["from"], "session", "the importer's window wins over the profile's");
+    let from = c["runtime.context_window"]["from"].as_str().unwrap();
+    assert!(
+        from.starts_with("session (model claude-sonnet-4-5, src/formats/models.json: "),
+        "the importer's window wins over the profile's, and says where it comes from: {from}"
+    );
     let (rows, _) = replay(&["--profile", "claude-code", "--context-window", "100000", MANUAL]);
     assert_eq!(rows[0]["fires_at"], 67_000, "a flag still overrides: 100,000 - 33,000");
     let d: Value = serde_json::from_slice(&run(&["decide", "--json", "--profile", "codex", CODEX]).stdout).unwrap();
