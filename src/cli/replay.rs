@@ -162,8 +162,36 @@ fn write_firings(dir: &Path, input: &super::inputs::Input, t: &Transcript<'_>, r
             settings.manual = true;
             done = engine::process(&prefix, &input.path, &settings)?;
         }
+        describe_firing(&mut done.plan, p, &r.summary, layered_threshold(s, t, &input.path)?);
         let name = input.out_name.join(format!("call-{}", p.call));
         output::write_out_dir(&out, &name, &done)?;
     }
     Ok(())
+}
+
+/// The profile's threshold for this transcript (what the firing was measured against).
+fn layered_threshold(s: &Settings, t: &Transcript<'_>, file: &Path) -> Result<f64> {
+    Ok(s.config_for(t.session.as_ref(), file)?.config.threshold.as_f64())
+}
+
+/// A firing folder's decision is the firing's (SPEC 12): the profile's path, the figure
+/// replay measured, the limit and the trigger it fired at, and trigger `auto` — never
+/// the figures of the path the compaction was carried out on (a mid-turn conversation
+/// point is compacted with the fallback), whose reasons are left out with them.
+fn describe_firing(plan: &mut crate::policy::Plan, p: &Point, summary: &crate::replay::Summary, threshold: f64) {
+    use crate::policy::{PressurePath, ReasonCode, Trigger};
+    let d = &mut plan.decision;
+    d.path = if summary.path == "conversation" { PressurePath::Conversation } else { PressurePath::AgentRunner };
+    d.denominator = d.path.denominator();
+    (d.used, d.limit, d.ratio, d.estimated) = (Some(p.used), p.limit, p.ratio, p.estimated);
+    d.threshold = threshold;
+    d.trigger_tokens = p.fires_at;
+    d.trigger = Trigger::Auto;
+    let other_path = [
+        ReasonCode::MaxTotalTokensUnknown,
+        ReasonCode::ContextWindowUnknown,
+        ReasonCode::NativeCompactionNotAdvertised,
+        ReasonCode::BelowThreshold,
+    ];
+    d.reasons.retain(|r| !other_path.contains(&r.code));
 }

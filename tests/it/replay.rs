@@ -236,6 +236,12 @@ fn out_dir_holds_the_context_at_each_firing_and_svg_draws_it() {
         let folder = out.join("session-258c7280").join(format!("call-{call}"));
         let d: Value = serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap()).unwrap();
         assert!(["history_fallback", "local_checkpoint"].contains(&d["action"].as_str().unwrap()), "{d}");
+        // It describes the firing: the profile's path and figures, an automatic trigger.
+        let row = rows.iter().find(|r| r["fired"] == true && r["call"] == call).unwrap();
+        assert_eq!((d["path"].as_str(), d["trigger"].as_str()), (Some("conversation"), Some("auto")), "{d}");
+        assert_eq!((&d["used"], &d["limit"], &d["trigger_tokens"]), (&row["used"], &row["limit"], &row["fires_at"]), "{d}");
+        let codes: Vec<&str> = d["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+        assert!(!codes.contains(&"max_total_tokens_unknown"), "{d}");
         // The compacted context reads back as a valid transcript, shorter than the session.
         let t = folder.join("transcript.jsonl");
         let v = run(&["validate", path_str(&t)]);
