@@ -61,6 +61,54 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
     signals::committing(|| tmp.persist(path).map(drop).map_err(|e| e.error))
 }
 
+/// Writes a file the user named (`--out`, `--svg`) the way `>` writes it: a new or
+/// regular file is replaced atomically (a temporary file, then a rename), after checking
+/// that `>` could write it (a read-only file is refused, never renamed over); a link to
+/// a regular file replaces its target; a FIFO, a device or a pipe (`/dev/null`,
+/// `>(wc -c)`) is written through as a stream; a folder or a link to nothing is
+/// refused. Nothing that is not a regular file is ever renamed over.
+pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return write_atomic(path, write),
+        Err(e) => return Err(e),
+        Ok(m) => m,
+    };
+    let target = if meta.file_type().is_symlink() {
+        match std::fs::metadata(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(io::Error::new(io::ErrorKind::NotFound, "a link to nothing: refusing to create its target"))
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        meta
+    };
+    if target.is_dir() {
+        return Err(io::Error::new(io::ErrorKind::IsADirectory, "a folder"));
+    }
+    if target.is_file() {
+        // What `>` would be refused (a read-only file) is refused here too.
+        drop(std::fs::OpenOptions::new().write(true).open(path)?);
+        let real = std::fs::canonicalize(path)?;
+        return write_atomic(&real, write);
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let mut buf = io::BufWriter::with_capacity(1 << 20, file);
+    write(&mut buf)?;
+    buf.flush()
+}
+
+/// Refuses an output path (named by `flag`) that is one of the inputs (`real`: the
+/// inputs' resolved paths), as `>` onto its own input would lose it.
+pub fn refuse_input(path: &Path, real: &HashSet<PathBuf>, flag: &str) -> Result<(), Error> {
+    let Ok(resolved) = std::fs::canonicalize(path) else { return Ok(()) };
+    if real.contains(&resolved) {
+        return Err(Error::Usage(format!("{flag} {} is an input", crate::ui::escape(&path.display().to_string()))));
+    }
+    Ok(())
+}
+
 /// A written temporary file in `dir`, removed on a hard stop until it is persisted.
 fn temp_file_in(
     dir: &Path,

@@ -71,7 +71,10 @@ impl Compression {
     pub fn of(head: &[u8]) -> Option<Compression> {
         if head.starts_with(&[0x1f, 0x8b]) {
             Some(Compression::Gzip)
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+            || (head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18])
+        {
+            // A zstd frame, or a skippable frame before one (every `pzstd` output).
             Some(Compression::Zstd)
         } else {
             None
@@ -121,19 +124,30 @@ impl Opened {
         Opened::new(Box::new(io::stdin()), Path::new("-"), None)
     }
 
-    fn new(mut rest: Box<dyn Read + Send>, name: &Path, size: Option<u64>) -> Result<Opened> {
-        let mut head = Vec::with_capacity(SNIFF_BYTES);
-        (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::read(name, e))?;
-        if let Some(compression) = Compression::of(&head) {
+    fn new(mut rest: Box<dyn Read + Send>, name: &Path, mut size: Option<u64>) -> Result<Opened> {
+        let mut compressed = None;
+        let mut layers = 0;
+        let head = loop {
+            let mut head = Vec::with_capacity(SNIFF_BYTES);
+            (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::read(name, e))?;
+            let Some(compression) = Compression::of(&head) else { break head };
             // A compressed input is read through its decoder (known by its magic bytes,
-            // whatever its name); the head is read again, decompressed.
+            // whatever its name); the head is read again, decompressed. Layers are
+            // peeled in a loop, and only a few: a compression of a compression of … is
+            // an attack on memory, not an input.
+            layers += 1;
+            if layers > MAX_COMPRESSION_LAYERS {
+                return Err(Error::bad_input(
+                    name,
+                    format!("compressed more than {MAX_COMPRESSION_LAYERS} times over: refusing to decompress it further"),
+                ));
+            }
             let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));
-            let decoded = compression.decoder(raw).map_err(|e| Error::read(name, e))?;
-            let mut opened = Opened::new(decoded, name, None)?;
-            opened.compressed = Some(compression);
-            return Ok(opened);
-        }
-        let opened = Opened { head, rest, name: name.to_path_buf(), size, file: None, compressed: None };
+            rest = compression.decoder(raw).map_err(|e| Error::read(name, e))?;
+            compressed = compressed.or(Some(compression));
+            size = None;
+        };
+        let opened = Opened { head, rest, name: name.to_path_buf(), size, file: None, compressed };
         if opened.size.is_none() {
             opened.check_start()?;
         }
@@ -177,7 +191,7 @@ impl Opened {
         buf.reserve(self.size.map_or(0, |s| (s as usize).saturating_sub(buf.len()) + 1));
         let room = limit.saturating_sub(buf.len() as u64);
         let mut rest = self.rest.take(room.saturating_add(1));
-        rest.read_to_end(&mut buf).map_err(|e| Error::read(&self.name, e))?;
+        read_bounded(&mut rest, &mut buf, limit).map_err(|e| Error::read(&self.name, e))?;
         if buf.len() as u64 > limit {
             return Err(too_large(&self.name, limit));
         }
@@ -192,6 +206,31 @@ impl Opened {
     /// The whole input as a buffered stream: the head, then the rest.
     pub fn into_reader(self) -> impl BufRead + Send {
         io::BufReader::with_capacity(1 << 20, io::Cursor::new(self.head).chain(self.rest))
+    }
+}
+
+/// How many compressions of a compression an input may be (a `.jsonl.gz.zst` is two).
+pub const MAX_COMPRESSION_LAYERS: usize = 4;
+
+/// Reads `r` to its end into `buf`, growing it at most to `limit + 1` bytes: what is
+/// decompressed is counted as it streams, and the buffer never doubles past the bound
+/// (`read_to_end` would reserve twice a 4 GiB input before refusing it).
+fn read_bounded(r: &mut impl Read, buf: &mut Vec<u8>, limit: u64) -> io::Result<()> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    loop {
+        let want = buf.capacity().max(1 << 20).saturating_mul(2).min(cap);
+        if buf.len() == buf.capacity() {
+            if want <= buf.len() {
+                return Ok(()); // full: the caller refuses it
+            }
+            buf.reserve_exact(want - buf.len());
+        }
+        // Exactly the room there is: `read_to_end` then never grows the buffer itself.
+        let room = buf.capacity() - buf.len();
+        let n = (&mut *r).take(room as u64).read_to_end(buf)?;
+        if n < room {
+            return Ok(());
+        }
     }
 }
 

@@ -17,6 +17,9 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     // Replay never runs hooks or a summarizer: it is a dry run at every point.
     let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
+    if let Some(path) = &args.svg {
+        output::refuse_input(path, &super::run::real_paths(std::slice::from_ref(&input)), "--svg")?;
+    }
     let canonical = load(&input, settings.input_format)?;
     canonical.warnings.iter().for_each(|w| crate::ui::warn(w));
     let mut settings = settings;
@@ -39,7 +42,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if let Some(path) = &args.svg {
         let name = input.path.file_name().map_or("<stdin>".into(), |n| n.to_string_lossy().into_owned());
         let picture = crate::chart::svg(&r, &name);
-        output::write_atomic(path, |w| w.write_all(picture.as_bytes())).map_err(|e| Error::write(path, e))?;
+        output::write_output(path, |w| w.write_all(picture.as_bytes())).map_err(|e| Error::write(path, e))?;
     }
     if let Some(dir) = &args.out_dir {
         write_firings(dir, &input, &t, &r, &settings)?;

@@ -22,9 +22,9 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
     };
     // `--out FILE`: what stdout would get, written aside and renamed when the run ends;
     // a run that fails as a whole (bad input, a usage error) leaves no file.
-    check_out_file(file, &inputs)?;
+    output::refuse_input(file, &real_paths(&inputs), "--out")?;
     let mut result = None;
-    let written = output::write_atomic(file, |w| {
+    let written = output::write_output(file, |w| {
         let r = run_into(&args, &settings, &inputs, w);
         let ok = r.is_ok();
         result = Some(r);
@@ -40,15 +40,6 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         Some(Err(e)) => Err(e),
         None => Err(Error::write(file, written.expect_err("the writer ran unless creating the file failed"))),
     }
-}
-
-/// `--out FILE` may not be an input.
-fn check_out_file(file: &Path, inputs: &[Input]) -> Result<()> {
-    let Ok(real) = std::fs::canonicalize(file) else { return Ok(()) };
-    if real_paths(inputs).contains(&real) {
-        return Err(Error::Usage(format!("--out {} is an input", crate::ui::escape(&file.display().to_string()))));
-    }
-    Ok(())
 }
 
 /// The run, with what goes to stdout written to `w`.
@@ -218,7 +209,7 @@ fn check_distinct(inputs: &[Input]) -> Result<()> {
 /// The real paths of the inputs (symbolic links resolved), to compare with outputs.
 /// Each folder is resolved once (a batch has few folders and many files); only an
 /// input that is itself a link is resolved whole.
-fn real_paths(inputs: &[Input]) -> HashSet<PathBuf> {
+pub(super) fn real_paths(inputs: &[Input]) -> HashSet<PathBuf> {
     let mut folders: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
     let mut real = HashSet::new();
     for i in inputs.iter().filter(|i| !i.is_stdin()) {

@@ -91,7 +91,8 @@ impl<'v> Session<'v> {
     /// uuid the item's id carries (`uuid` or `uuid#k` for a result of several).
     fn sources(&self, done: &Processed<'_>, i: usize) -> Vec<usize> {
         let item = &done.transcript.items[i];
-        let id = item.id.as_ref();
+        // A preserved segment restated after a compaction names its records the same.
+        let id = item.id.strip_suffix(crate::formats::claude_code::PRESERVED).unwrap_or(&item.id);
         match &item.kind {
             ItemKind::Message { role: Role::Assistant, .. } => {
                 self.by_message.get(id).cloned().or_else(|| self.by_uuid.get(id).map(|&k| vec![k])).unwrap_or_default()

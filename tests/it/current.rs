@@ -52,7 +52,10 @@ fn a_preserved_segment_starts_the_new_context() {
     let records = canonical(PRESERVED);
     let at = records.iter().position(|r| r["name"] == "compaction_completed").unwrap();
     let ids: Vec<&str> = records[at + 1..].iter().filter_map(|r| r["id"].as_str()).collect();
-    assert_eq!(ids, ["at1", "s1", "msg_p2~preserved", "r2~preserved", "u2", "msg_p3"]);
+    assert_eq!(
+        ids,
+        ["at1", "s1", "msg_p2~preserved", "r2~preserved", "u2", "msg_p5", "r5", "msg_p6", "r6", "msg_p7", "r7", "msg_p3"]
+    );
     let restated = &records[at + 1..].iter().find(|r| r["id"] == "msg_p2~preserved").unwrap()["usage"];
     assert_eq!(restated["cache_read_tokens"], 0, "a restated message is not a model call: {restated}");
     // Occupancy after the boundary: the last call, not the 967k one restated.
@@ -62,6 +65,11 @@ fn a_preserved_segment_starts_the_new_context() {
     // The write-back keeps it: the segment's records are copied after the new boundary.
     let out = run(&["run", PRESERVED, "--output-format", "claude-code", "--runtime", "agent-runner", "--max-total-tokens", "1000"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let input = std::fs::read_to_string(PRESERVED).unwrap();
+    let written: Vec<Value> =
+        stdout(&out)[input.len()..].lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let edits = written.iter().filter(|r| r["message"]["content"][0]["name"] == "Edit").count();
+    assert_eq!(edits, 1, "the preserved call is copied after the new boundary: {written:?}");
 }
 
 #[test]
