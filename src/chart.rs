@@ -168,7 +168,9 @@ fn xml(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            c if c.is_control() => out.push('\u{fffd}'),
+            // What XML may not hold (controls, noncharacters) and what reorders or
+            // breaks a line of a label (bidirectional overrides, separators).
+            c if crate::ui::is_unsafe(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }

@@ -64,11 +64,25 @@ pub fn clap_error(rendered: &str) {
 }
 
 /// Whether a character is shown escaped: C0 and C1 controls (newline and tab
-/// included), DEL, and the bidirectional marks, embeddings, overrides and isolates
-/// that reorder what a terminal shows (U+061C, U+200E–F, U+202A–E, U+2066–9).
+/// included), DEL, the bidirectional marks, embeddings, overrides and isolates that
+/// reorder what a terminal shows (U+061C, U+200E–F, U+202A–E, U+2066–9), the line and
+/// paragraph separators that start a new line where a reader does not expect one
+/// (U+2028, U+2029: a forged `Verification:` line), and the noncharacters XML and many
+/// readers refuse (U+FDD0–FDEF, and U+FFFE and U+FFFF of every plane).
 pub fn is_unsafe(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{fdd0}'..='\u{fdef}'
+        )
+        || (c as u32) & 0xfffe == 0xfffe
 }
 
 /// Escapes unsafe characters `\u{1b}` style; everything else is kept as it is.
@@ -124,6 +138,8 @@ mod tests {
             ("abc\u{202e}gpj.exe", "abc\\u{202e}gpj.exe"),
             ("\u{2066}x\u{2069}", "\\u{2066}x\\u{2069}"),
             ("\u{200f}\u{061c}", "\\u{200f}\\u{61c}"),
+            ("a\u{2028}Verification: sh\u{2029}", "a\\u{2028}Verification: sh\\u{2029}"),
+            ("\u{fffe}\u{ffff}\u{1fffe}\u{fdd0}", "\\u{fffe}\\u{ffff}\\u{1fffe}\\u{fdd0}"),
         ];
         for (input, want) in cases {
             assert_eq!(escape(input), want, "{input:?}");

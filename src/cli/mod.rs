@@ -202,6 +202,10 @@ pub struct ReplayArgs {
     /// For each predicted firing, write the context the model would have seen next into DIR/<name>/call-<N>/
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// With --out-dir: write at most N firing folders (each holds a whole compacted
+    /// context; a session with thousands of compactions would fill a disk)
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "out_dir")]
+    pub max_firings: usize,
     /// Draw the figure per model call against the trigger line (SVG)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,

@@ -45,7 +45,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
         output::write_output(path, |w| w.write_all(picture.as_bytes())).map_err(|e| Error::write(path, e))?;
     }
     if let Some(dir) = &args.out_dir {
-        write_firings(dir, &input, &t, &r, &settings)?;
+        write_firings(dir, &input, &t, &r, &settings, args.max_firings)?;
     }
     let text = if args.json { json_lines(&r) } else { report(&r, &display(&input), chosen) };
     stdout_write(|w| w.write_all(text.as_bytes()))
@@ -145,12 +145,26 @@ fn report(r: &Replay, name: &str, chosen: bool) -> String {
 /// `--out-dir`: at each predicted firing, the transcript up to that point compacted
 /// the way `run` would (a local checkpoint at a completed turn of a conversation
 /// runtime, the history fallback otherwise), as a `run --out-dir` folder.
-fn write_firings(dir: &Path, input: &super::inputs::Input, t: &Transcript<'_>, r: &Replay, s: &Settings) -> Result<()> {
+fn write_firings(
+    dir: &Path,
+    input: &super::inputs::Input,
+    t: &Transcript<'_>,
+    r: &Replay,
+    s: &Settings,
+    max: usize,
+) -> Result<()> {
     let real: std::collections::HashSet<PathBuf> = std::fs::canonicalize(&input.path).into_iter().collect();
     let out = OutDir::create(dir, real)?;
     let checkpoint = s.with_flags(json!({"runtime": {"native_compaction": false}}).as_object().expect("an object"))?;
     let fallback = s.with_flags(json!({"runtime": {"kind": "agent-runner"}}).as_object().expect("an object"))?;
-    for p in r.points.iter().filter(|p| p.fired) {
+    let firings = r.points.iter().filter(|p| p.fired).count();
+    if firings > max {
+        crate::ui::warn(&format!(
+            "{}: {firings} predicted firings; the first {max} are written (--max-firings N for more)",
+            super::common::display(input)
+        ));
+    }
+    for p in r.points.iter().filter(|p| p.fired).take(max) {
         let end = t.records[p.record].span.end;
         let mut prefix = t.src[..end].to_vec();
         if !prefix.ends_with(b"\n") {

@@ -9,6 +9,7 @@ use crate::formats::openai::{to_canonical, NAME_PREFIX};
 use crate::formats::{openhands, InputFormat};
 use crate::output::OutputFormat;
 use crate::policy::injected::{self, is_message};
+use crate::policy::{steps, Step, Walk};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -20,19 +21,18 @@ mod view;
 /// re-serialization of the kept messages).
 pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let originals = line.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    let (t, plan) = (&done.transcript, &done.plan);
-    let removed: std::collections::HashSet<usize> = plan.removed.iter().copied().collect();
-    let mut messages = Vec::with_capacity(originals.len() + plan.appended.len() + 1);
-    for (ri, r) in t.records.iter().enumerate() {
-        if let Some(i) = r.kind_item().filter(|i| !removed.contains(i)) {
-            let k = t.items[i].id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok());
-            messages.extend(k.and_then(|k| originals.get(k)).cloned());
-        }
-        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            messages.push(chat_message(injected));
-        }
-    }
-    messages.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message(a)));
+    let t = &done.transcript;
+    let walk = Walk { from: 0, chat: true };
+    let messages: Vec<Value> = steps(t, &done.plan, walk)
+        .into_iter()
+        .filter_map(|step| match step {
+            Step::Kept(i) => {
+                let k = t.items[i].id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok());
+                k.and_then(|k| originals.get(k)).cloned()
+            }
+            Step::Injected(r) => is_message(r).then(|| chat_message(r)),
+        })
+        .collect();
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("messages".into(), Value::Array(messages));
     Value::Object(out)
@@ -44,34 +44,16 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
 /// the same), injected records as user messages named `rivumi-<kind>`. Events and the
 /// session record are not messages and are left out.
 pub fn chat_line(done: &Processed<'_>) -> String {
-    let (t, plan) = (&done.transcript, &done.plan);
-    let mut removed = vec![false; t.items.len()];
-    for &i in &plan.removed {
-        removed[i] = true;
-    }
+    let t = &done.transcript;
     // The model's context: what an earlier compaction left out is not in it.
-    let start = crate::policy::context_start(t);
-    let mut messages: Vec<String> = Vec::with_capacity(t.items.len() + 3);
-    let mut last_kept = None;
-    for (ri, r) in t.records.iter().enumerate() {
-        if let Some(i) = r.kind_item().filter(|&i| i >= start && !removed[i]) {
-            messages.push(chat_item(t, i).to_string());
-            last_kept = Some(i);
-        }
-        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            messages.push(chat_message_text(injected));
-            last_kept = None;
-        }
-    }
-    let appended = plan.appended.iter().filter(|a| is_message(a)).map(|a| chat_message_text(a));
-    // A chat API refuses a message between a call and its result: when the history ends
-    // on calls nothing answered (a trajectory's final `submit`), the appended messages
-    // go before that last message.
-    let at = match last_kept {
-        Some(i) if !t.items[i].calls().is_empty() => messages.len() - 1,
-        _ => messages.len(),
-    };
-    messages.splice(at..at, appended);
+    let walk = Walk { from: crate::policy::context_start(t), chat: true };
+    let messages: Vec<String> = steps(t, &done.plan, walk)
+        .into_iter()
+        .filter_map(|step| match step {
+            Step::Kept(i) => Some(chat_item(t, i).to_string()),
+            Step::Injected(r) => is_message(r).then(|| chat_message_text(r)),
+        })
+        .collect();
     format!("{{\"messages\":[{}]}}", messages.join(","))
 }
 
@@ -148,34 +130,25 @@ pub enum LineOutcome {
 /// The output line of a line read through the view: the line's own bytes around the
 /// `messages` array, the kept messages as raw slices, the injected ones as chat messages.
 fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
-    let (t, plan) = (&done.transcript, &done.plan);
-    let mut removed = vec![false; t.items.len()];
-    for &i in &plan.removed {
-        removed[i] = true;
-    }
+    let t = &done.transcript;
     let mut out = String::with_capacity(text.len() + 4096);
     out.push_str(&text[..spans.array.start]);
     out.push('[');
     let mut first = true;
-    let mut push = |out: &mut String, s: &str| {
+    for step in steps(t, &done.plan, Walk { from: 0, chat: true }) {
+        let at = out.len();
         if !first {
             out.push(',');
         }
+        match step {
+            Step::Kept(i) => out.push_str(&text[t.records[t.items[i].record].span.clone()]),
+            Step::Injected(r) if is_message(r) => push_chat_message(&mut out, r),
+            Step::Injected(_) => {
+                out.truncate(at);
+                continue;
+            }
+        }
         first = false;
-        out.push_str(s);
-    };
-    for (ri, r) in t.records.iter().enumerate() {
-        if r.kind_item().is_some_and(|i| !removed[i]) {
-            push(&mut out, &text[r.span.clone()]);
-        }
-        if let Some((_, injected)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            push(&mut out, "");
-            push_chat_message(&mut out, injected);
-        }
-    }
-    for a in plan.appended.iter().filter(|a| is_message(a)) {
-        push(&mut out, "");
-        push_chat_message(&mut out, a);
     }
     out.push(']');
     out.push_str(&text[spans.array.end..]);
@@ -286,22 +259,40 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let events = line.get("history").and_then(Value::as_array).cloned().unwrap_or_default();
     let (t, plan) = (&done.transcript, &done.plan);
     let removed: std::collections::HashSet<&str> = plan.removed.iter().map(|&i| t.items[i].id.as_ref()).collect();
-    // After which item id each injected record goes.
-    let after: Option<(&str, &str)> = plan.replacement.as_ref().and_then(|(ri, injected)| {
-        let i = t.records[*ri].kind_item()?;
-        Some((t.items[i].id.as_ref(), injected.as_str()))
-    });
+    let event_of: std::collections::HashMap<String, usize> =
+        events.iter().enumerate().map(|(k, e)| (openhands::event_item_id(e, k), k)).collect();
+    let event_of_item = |i: usize| event_of.get(t.items[i].id.as_ref()).copied();
+    // The replacement goes after the event of the last item it replaces, so that the
+    // events in the removed span that are no item (environment events) stay before it.
+    let anchor = plan.replacement.as_ref().and_then(|(ri, r)| Some((t.records[*ri].kind_item()?, r.as_str())));
     let mut history = Vec::with_capacity(events.len() + plan.appended.len() + 1);
-    for (k, e) in events.iter().enumerate() {
-        let id = openhands::event_item_id(e, k);
-        if !removed.contains(id.as_str()) {
-            history.push(e.clone());
+    let mut next = 0; // the first event not written yet
+    let mut flush = |history: &mut Vec<Value>, upto: usize| {
+        while next <= upto && next < events.len() {
+            let e = &events[next];
+            if !removed.contains(openhands::event_item_id(e, next).as_str()) {
+                history.push(e.clone());
+            }
+            next += 1;
         }
-        if let Some((_, injected)) = after.filter(|(at, _)| *at == id) {
-            history.push(openhands_event(injected));
+    };
+    for step in steps(t, plan, Walk { from: 0, chat: true }) {
+        match step {
+            Step::Kept(i) => {
+                if let Some(k) = event_of_item(i) {
+                    flush(&mut history, k);
+                }
+            }
+            Step::Injected(r) if is_message(r) => {
+                if let Some(k) = anchor.filter(|(_, a)| std::ptr::eq(*a, r)).and_then(|(i, _)| event_of_item(i)) {
+                    flush(&mut history, k);
+                }
+                history.push(openhands_event(r));
+            }
+            Step::Injected(_) => {}
         }
     }
-    history.extend(plan.appended.iter().filter(|a| is_message(a)).map(|a| openhands_event(a)));
+    flush(&mut history, usize::MAX);
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("history".into(), Value::Array(history));
     Value::Object(out)

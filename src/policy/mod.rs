@@ -20,11 +20,13 @@ mod fallback;
 pub mod injected;
 mod journal;
 mod measure;
+mod steps;
 
 pub use boundary::{boundary, Boundary};
 pub use conversation::checkpoint_span;
 pub use decision::{Action, Decision, Denominator, PressurePath, Reason, ReasonCode, Trigger};
 pub use journal::{Event, Journal};
+pub use steps::{steps, Step, Walk};
 pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
 
 use crate::config::{Config, RuntimeKind};

@@ -75,28 +75,23 @@ impl Compaction {
     /// appended after them. `None` when nothing was replaced.
     fn of(done: &Processed<'_>) -> Option<Compaction> {
         let (t, plan) = (&done.transcript, &done.plan);
-        let (at, replacement) = plan.replacement.as_ref()?;
-        let mut removed = vec![false; t.items.len()];
-        for &i in &plan.removed {
-            removed[i] = true;
-        }
-        let start = crate::policy::context_start(t);
-        let replacement = injected(replacement)?;
+        let (_, replacement) = plan.replacement.as_ref()?;
+        let walk = crate::policy::Walk { from: crate::policy::context_start(t), chat: false };
+        let mut walked = crate::policy::steps(t, plan, walk);
         // A checkpoint starts the context (SPEC 6): what comes before it (an earlier
         // checkpoint, instructions) is not in the context the agent resumes with.
-        let checkpoint = matches!(&replacement, Step::Injected(kind, _) if kind == Synthetic::Checkpoint.as_str());
-        let mut replacement = Some(replacement);
-        let mut steps = Vec::new();
-        for (ri, r) in t.records.iter().enumerate() {
-            let before_checkpoint = checkpoint && replacement.is_some();
-            if let Some(i) = r.kind_item().filter(|&i| i >= start && !removed[i] && !before_checkpoint) {
-                steps.push(Step::Kept(i));
-            }
-            if ri == *at {
-                steps.extend(replacement.take());
-            }
+        let (kind, _) = crate::policy::injected::parts(replacement);
+        if kind == Synthetic::Checkpoint.as_str() {
+            let at = walked.iter().position(|s| matches!(s, crate::policy::Step::Injected(r) if std::ptr::eq(*r, replacement.as_str())));
+            walked.drain(..at.unwrap_or(0));
         }
-        steps.extend(plan.appended.iter().filter_map(|a| injected(a)));
+        let steps: Vec<Step> = walked
+            .into_iter()
+            .filter_map(|s| match s {
+                crate::policy::Step::Kept(i) => Some(Step::Kept(i)),
+                crate::policy::Step::Injected(r) => injected(r),
+            })
+            .collect();
         let summary = match steps.iter().find(|s| matches!(s, Step::Injected(..))) {
             Some(Step::Injected(_, text)) => text.clone(),
             _ => String::new(),
