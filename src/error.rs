@@ -167,3 +167,12 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
     let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
     (line[..cut].chars().count() + 1, msg)
 }
+
+/// The one wording of a text that is not UTF-8.
+pub const NOT_UTF8: &str = "invalid UTF-8: expected UTF-8 text";
+
+/// `bytes` as text, or the 1-based column (in characters) of the first byte that is
+/// not UTF-8: every reader reports a bad byte at the same place.
+pub fn utf8(bytes: &[u8]) -> std::result::Result<&str, usize> {
+    std::str::from_utf8(bytes).map_err(|e| String::from_utf8_lossy(&bytes[..e.valid_up_to()]).chars().count() + 1)
+}

@@ -27,7 +27,104 @@ pub const CODES: &[(&str, &str)] = &[
     ("checkpoint_turns_overlap", "a checkpoint whose summarized and retained turn ids overlap"),
     ("checkpoint_occupancy_grows", "a checkpoint whose occupancy_after exceeds occupancy_before"),
     ("compaction_never_completed", "a compaction_requested event followed by more items but no compaction_completed"),
+    ("duplicate_uuid", "Claude Code: a uuid used by two records"),
+    ("dangling_parent", "Claude Code: a parentUuid or logicalParentUuid that names no record of the file"),
+    ("parent_cycle", "Claude Code: a chain of parentUuid that comes back to itself"),
+    ("ordinal_out_of_order", "Codex: a record whose ordinal is smaller than the one before"),
+    ("call_without_output", "Codex: a call in a replacement_history whose output is not in it"),
+    ("call_id_reused_in_history", "Codex: two calls of one replacement_history that share a call_id"),
 ];
+
+/// Invariants of a session in an agent's own format (what `--output-format
+/// claude-code|codex` writes, or the agent itself), checked on the file as it is: ids
+/// and parent chains for Claude Code, record numbers and replacement histories for
+/// Codex. Lines are the file's.
+pub fn agent_file(raw: &[u8], format: crate::formats::InputFormat, file: &Path) -> Vec<Violation> {
+    use crate::formats::InputFormat;
+    let Ok(lines) = crate::formats::common::json_lines(raw, file) else { return Vec::new() };
+    let shown = file.display().to_string();
+    let mut out = Vec::new();
+    let mut v = |line: usize, code: &'static str, message: String| {
+        out.push(Violation { file: shown.clone(), line, code, message: crate::ui::escape(&message) });
+    };
+    match format {
+        InputFormat::ClaudeCode => claude_code_file(&lines, &mut v),
+        InputFormat::Codex => codex_file(&lines, &mut v),
+        _ => {}
+    }
+    out
+}
+
+fn claude_code_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, String)) {
+    let mut line_of: HashMap<&str, usize> = HashMap::new();
+    for (n, r) in lines {
+        if let Some(u) = r.get("uuid").and_then(Value::as_str) {
+            if let Some(first) = line_of.insert(u, *n) {
+                line_of.insert(u, first);
+                v(*n, "duplicate_uuid", format!("uuid {u:?} was first used on line {first}"));
+            }
+        }
+    }
+    let parent_of: HashMap<&str, &str> = lines
+        .iter()
+        .filter_map(|(_, r)| Some((r.get("uuid")?.as_str()?, r.get("parentUuid")?.as_str()?)))
+        .collect();
+    for (n, r) in lines {
+        for key in ["parentUuid", "logicalParentUuid"] {
+            if let Some(p) = r.get(key).and_then(Value::as_str) {
+                if !line_of.contains_key(p) {
+                    v(*n, "dangling_parent", format!("{key} {p:?} names no record of this file"));
+                }
+            }
+        }
+        // A walk up the parents that meets this record again (bounded by the file).
+        let Some(start) = r.get("uuid").and_then(Value::as_str) else { continue };
+        let mut at = start;
+        for _ in 0..=parent_of.len() {
+            match parent_of.get(at) {
+                Some(&p) if p == start => {
+                    v(*n, "parent_cycle", format!("the parents of {start:?} come back to it"));
+                    break;
+                }
+                Some(&p) => at = p,
+                None => break,
+            }
+        }
+    }
+}
+
+fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, String)) {
+    let mut last: Option<u64> = None;
+    for (n, r) in lines {
+        if let Some(o) = r.get("ordinal").and_then(Value::as_u64) {
+            if last.is_some_and(|l| o < l) {
+                v(*n, "ordinal_out_of_order", format!("ordinal {o} after {}", last.unwrap_or(0)));
+            }
+            last = Some(o);
+        }
+        if r.get("type").and_then(Value::as_str) != Some("compacted") {
+            continue;
+        }
+        let history = r.get("payload").and_then(|p| p.get("replacement_history")).and_then(Value::as_array);
+        let mut calls: Vec<&str> = Vec::new();
+        let mut outputs: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for h in history.into_iter().flatten() {
+            let kind = h.get("type").and_then(Value::as_str).unwrap_or("");
+            let Some(id) = h.get("call_id").and_then(Value::as_str) else { continue };
+            if kind.ends_with("_output") {
+                outputs.insert(id);
+            } else if kind.ends_with("_call") {
+                if calls.contains(&id) {
+                    v(*n, "call_id_reused_in_history", format!("two calls share call_id {id:?}"));
+                }
+                calls.push(id);
+            }
+        }
+        for id in calls.into_iter().filter(|id| !outputs.contains(id)) {
+            v(*n, "call_without_output", format!("call {id:?} has no output in the replacement_history"));
+        }
+    }
+}
 
 /// Validates canonical bytes; `file` names the input in the report.
 pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {

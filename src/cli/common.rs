@@ -59,7 +59,7 @@ pub(super) fn with_processed<T>(
     }
     let mut s = settings.clone();
     s.input_format = canonical.format;
-    let mut done = engine::process(&canonical.bytes, &input.path, &s)?;
+    let mut done = engine::process(&canonical.bytes, &input.path, &s).map_err(|e| canonical.relocate(e))?;
     done.original = original.map(|o| (canonical.format, o));
     done.warnings.splice(0..0, canonical.warnings);
     f(&done)
@@ -137,14 +137,10 @@ pub(super) fn for_each_row(
         if only.is_some_and(|k| k != n as u64) {
             continue;
         }
-        let body = raw.strip_suffix(b"\n").unwrap_or(&raw);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        if body.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match std::str::from_utf8(body) {
+        match crate::dataset::line_text(&raw, n) {
+            Ok(text) if text.trim().is_empty() => continue,
             Ok(text) => f(n, Ok(text))?,
-            Err(e) => f(n, Err(format!("{}: invalid UTF-8", e.valid_up_to() + 1)))?,
+            Err(column) => f(n, Err(format!("{column}: {}", crate::error::NOT_UTF8)))?,
         }
         if only.is_some() {
             return Ok(n);

@@ -122,6 +122,9 @@ struct Block {
     bytes: Vec<u8>,
     len: usize,
     first_line: usize,
+    /// The block stands for one line longer than the input limit, skipped as it was
+    /// read: it is a bad line, and an empty line takes its place in the output.
+    oversized: bool,
 }
 
 impl Block {
@@ -305,20 +308,35 @@ impl Piece {
         self.parts.clear();
         self.bad.clear();
         (self.lines, self.changed, self.failed) = (0, 0, None);
+        let limit = crate::source::max_input_bytes();
         for (k, range) in split_lines(block.data()).into_iter().enumerate() {
             let n = block.first_line + k;
             let raw = &block.data()[range.clone()];
-            let outcome = match std::str::from_utf8(strip_terminator(raw)) {
+            if block.oversized || strip_terminator(raw).len() as u64 > limit {
+                // Not held, not echoed: an empty line keeps the lines matched.
+                self.lines += 1;
+                self.bad.push(format!(
+                    "{}:{n}:1: a line longer than {limit} bytes, the most this tool holds for one line \
+                     (set RIVUMI_MAX_INPUT_BYTES to change it): an empty line is written in its place",
+                    file.display()
+                ));
+                let start = self.bytes.len();
+                self.bytes.push(b'\n');
+                self.parts.push(Part::Own(start..self.bytes.len()));
+                continue;
+            }
+            let outcome = match crate::dataset::line_text(raw, n) {
                 Ok(text) => process_line(text, file, n, settings),
-                Err(e) => {
-                    Ok(LineOutcome::Bad(format!("{}:{n}:{}: invalid UTF-8", file.display(), e.valid_up_to() + 1)))
-                }
+                Err(column) => Ok(LineOutcome::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8))),
             };
+            // A byte-order mark before the first line stays before it.
+            let bom = if n == 1 && raw.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
             self.lines += 1;
             match outcome {
                 Ok(LineOutcome::Changed(line)) => {
                     self.changed += 1;
                     let start = self.bytes.len();
+                    self.bytes.extend_from_slice(&raw[..bom]);
                     self.bytes.extend_from_slice(line.as_bytes());
                     self.bytes.extend_from_slice(&raw[strip_terminator(raw).len()..]);
                     self.parts.push(Part::Own(start..self.bytes.len()));
@@ -373,21 +391,23 @@ struct BlockReader<R> {
     carry: Vec<u8>,
     line_no: usize,
     eof: bool,
+    /// A line longer than the limit whose start was read: the rest is skipped next.
+    skipping: Option<usize>,
 }
 
 impl<R: Read> BlockReader<R> {
     fn new(reader: R, file: &Path, block: usize) -> BlockReader<R> {
         let limit = crate::source::max_input_bytes();
-        BlockReader { reader, file: file.to_path_buf(), block, limit, carry: Vec::new(), line_no: 1, eof: false }
-    }
-
-    fn too_long(&self, line: usize) -> Stop {
-        Stop::Input(Error::bad_line(
-            &self.file,
-            line,
-            1,
-            format!("cannot read: a line longer than {} bytes", self.limit),
-        ))
+        BlockReader {
+            reader,
+            file: file.to_path_buf(),
+            block,
+            limit,
+            carry: Vec::new(),
+            line_no: 1,
+            eof: false,
+            skipping: None,
+        }
     }
 
     /// The next block, read into `buf`; `None` at the end (or after an error).
@@ -397,6 +417,9 @@ impl<R: Read> BlockReader<R> {
         if buf.capacity() == 0 {
             // Room for a block at once (touched only as it fills), never moved by growth.
             buf.reserve_exact(self.block + MORE);
+        }
+        if let Some(line) = self.skipping.take() {
+            return Some(self.skip_line(buf, line));
         }
         while !self.eof {
             let mut len = self.carry.len();
@@ -409,9 +432,19 @@ impl<R: Read> BlockReader<R> {
             let mut last_end: Option<usize> = None;
             while len < self.block || last_end.is_none() {
                 if (len - last_end.unwrap_or(0)) as u64 > self.limit {
-                    let at = self.line_no + memchr::memchr_iter(b'\n', &buf[..len]).count();
-                    self.eof = true;
-                    return Some(Err(self.too_long(at)));
+                    // A line too long to hold: the lines before it go on as a block, the
+                    // line itself is skipped as it is read (it never fills memory) and
+                    // stands as one bad line; the lines after it are read as ever.
+                    let start = last_end.unwrap_or(0);
+                    let before = memchr::memchr_iter(b'\n', &buf[..start]).count();
+                    self.skipping = Some(self.line_no + before);
+                    if start == 0 {
+                        let line = self.skipping.take().expect("just set");
+                        return Some(self.skip_line(buf, line));
+                    }
+                    let first_line = self.line_no;
+                    self.line_no += before;
+                    return Some(Ok(Block { bytes: buf, len: start, first_line, oversized: false }));
                 }
                 // A new buffer grows with what is read (a small input touches little).
                 let full = if len < self.block { self.block - len } else { MORE };
@@ -439,18 +472,45 @@ impl<R: Read> BlockReader<R> {
             }
             let cut = if self.eof { len } else { last_end.unwrap_or(len) };
             self.carry.extend_from_slice(&buf[cut..len]);
-            if let Some(k) = long_line(&buf[..cut], self.limit) {
-                self.eof = true;
-                return Some(Err(self.too_long(self.line_no + k)));
-            }
             if cut == 0 {
                 continue;
             }
             let first_line = self.line_no;
             self.line_no += memchr::memchr_iter(b'\n', &buf[..cut]).count();
-            return Some(Ok(Block { bytes: buf, len: cut, first_line }));
+            return Some(Ok(Block { bytes: buf, len: cut, first_line, oversized: false }));
         }
         None
+    }
+
+    /// Reads past the rest of line `line` (too long to hold) up to its newline; what
+    /// follows it is carried to the next block. The block stands for the line.
+    fn skip_line(&mut self, mut buf: Vec<u8>, line: usize) -> std::result::Result<Block, Stop> {
+        self.carry.clear();
+        let mut chunk = vec![0u8; 64 << 10];
+        loop {
+            match self.reader.read(&mut chunk) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    if let Some(p) = memchr::memchr(b'\n', &chunk[..n]) {
+                        self.carry.extend_from_slice(&chunk[p + 1..n]);
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.eof = true;
+                    let message = format!("cannot read: {e}");
+                    return Err(Stop::Input(Error::bad_line(&self.file, line, 1, message)));
+                }
+            }
+        }
+        self.line_no = line + 1;
+        buf.clear();
+        buf.push(b'\n');
+        Ok(Block { bytes: buf, len: 1, first_line: line, oversized: true })
     }
 }
 
@@ -482,17 +542,6 @@ fn split_lines(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     lines
 }
 
-/// The index of the first line of a block longer than `limit`, if any.
-fn long_line(bytes: &[u8], limit: u64) -> Option<usize> {
-    let mut start = 0;
-    for (k, end) in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())).enumerate() {
-        if (end - start) as u64 > limit {
-            return Some(k);
-        }
-        start = end + 1;
-    }
-    None
-}
 
 /// The progress of a dataset on a terminal: lines, MB and MB/s (nothing otherwise).
 struct Progress {

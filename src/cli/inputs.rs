@@ -262,6 +262,34 @@ pub fn dataset_format(format: InputFormat, inputs: &[Input]) -> Option<InputForm
     }
 }
 
+/// The inputs' dataset format as [`dataset_format`] finds it from the first, checked
+/// against the others when the format is detected: a folder that mixes a dataset with
+/// sessions is a usage error naming one of each (the first file's format is not taken
+/// for all).
+pub fn batch_dataset_format(format: InputFormat, inputs: &[Input]) -> Result<Option<InputFormat>> {
+    let found = dataset_format(format, inputs);
+    // A session first: a dataset after it fails on its own ("openai files are
+    // datasets"); a dataset first would make every session after it a dataset.
+    if format != InputFormat::Auto || inputs.len() < 2 || found.is_none() {
+        return Ok(found);
+    }
+    let first = &inputs[0];
+    for other in &inputs[1..] {
+        let theirs = other.peek_dataset().ok().flatten();
+        if theirs != found {
+            let what = |f: Option<InputFormat>| f.map_or("a session".to_string(), |f| format!("a {f} dataset"));
+            return Err(Error::Usage(format!(
+                "{} is {} but {} is {}: run datasets and sessions apart, or name the format with --input-format",
+                crate::ui::escape(&first.path.display().to_string()),
+                what(found),
+                crate::ui::escape(&other.path.display().to_string()),
+                what(theirs)
+            )));
+        }
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if !chosen {
         settings = settings.with_profile(agent_profile(canonical.format));
     }
-    let t = transcript::parse(&canonical.bytes, &input.path)?;
+    let t = transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
     layered.warnings.iter().for_each(|w| crate::ui::warn(w));
     let profile = settings.profile();

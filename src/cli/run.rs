@@ -44,7 +44,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
 
 /// The run, with what goes to stdout written to `w`.
 fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn Write) -> Result<Exit> {
-    if let Some(dataset) = inputs::dataset_format(args.policy.input_format, inputs) {
+    if let Some(dataset) = inputs::batch_dataset_format(args.policy.input_format, inputs)? {
         if let Some(f) = args.output_format.resumes() {
             return Err(Error::Usage(format!(
                 "--output-format {f} writes a session back: {dataset} files are datasets"
@@ -148,7 +148,7 @@ fn run_batch(
             Ok((line, done.warnings.clone(), done.plan.changes(), emitted))
         })
     };
-    crate::batch::for_each(inputs, jobs(args.jobs), progress, process, |_, r| {
+    crate::batch::for_each(inputs, jobs(args.jobs), progress, process, |k, r| {
         match r {
             None => skipped += 1,
             Some(Ok((line, warnings, changed, emitted))) => {
@@ -168,6 +168,15 @@ fn run_batch(
                 failed += 1;
                 crate::ui::error(&e.to_string());
                 single_error = Some(e.exit());
+                // One chat line per session, in input order, even for one that failed: a
+                // line that says so keeps the lines matched to the files.
+                if lines && args.output_format == OutputFormat::Openai {
+                    let line = failed_chat_line(&display(&inputs[k]), &e.to_string());
+                    if let Err(e) = w.write_all(line.as_bytes()) {
+                        closed = Some(e);
+                        return false;
+                    }
+                }
             }
         }
         true
@@ -189,6 +198,13 @@ fn run_batch(
         (_, 0, _) => Exit::Ok,
         _ => Exit::Failed,
     })
+}
+
+/// The chat line of a session that could not be read or compacted: no messages, and
+/// under `rivumi` (a key chat-format loaders ignore) the session and the error.
+fn failed_chat_line(source: &str, error: &str) -> String {
+    let line = serde_json::json!({"messages": [], "rivumi": {"source": source, "error": error}});
+    format!("{line}\n")
 }
 
 fn check_distinct(inputs: &[Input]) -> Result<()> {

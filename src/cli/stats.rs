@@ -16,7 +16,7 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, None)?;
     crate::signals::install();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
-    let dataset = inputs::dataset_format(args.policy.input_format, &inputs);
+    let dataset = inputs::batch_dataset_format(args.policy.input_format, &inputs)?;
     let one = |input: &Input| {
         if let Some(format) = dataset {
             return dataset_stats(input, &settings, format);
@@ -65,14 +65,11 @@ fn dataset_stats(input: &Input, settings: &Settings, format: InputFormat) -> Res
         if read.map_err(|e| Error::bad_line(&input.path, n, 1, format!("cannot read: {e}")))? == 0 {
             break;
         }
-        let body = line.strip_suffix(b"\n").unwrap_or(&line);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        let message = match std::str::from_utf8(body) {
+        let message = match crate::dataset::line_text(&line, n) {
             Ok(text) => crate::dataset::add_line_stats(text, &input.path, n, &s, &mut stats),
-            Err(e) => {
+            Err(column) => {
                 stats.failed += 1;
-                let column = String::from_utf8_lossy(&body[..e.valid_up_to()]).chars().count() + 1;
-                Some(format!("{}:{n}:{column}: invalid UTF-8: expected UTF-8 text", input.path.display()))
+                Some(format!("{}:{n}:{column}: {}", input.path.display(), crate::error::NOT_UTF8))
             }
         };
         if let Some(m) = message {

@@ -1,6 +1,6 @@
 //! `validate`: every broken invariant of the inputs, with file and line.
 
-use super::common::{for_each_row, load, stdout_write};
+use super::common::{for_each_row, stdout_write};
 use super::inputs;
 use super::ValidateArgs;
 use crate::error::{Exit, Result};
@@ -36,16 +36,31 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
             )));
         }
         transcripts += 1;
-        match load(input, args.input_format) {
-            Ok(canonical) => {
+        let read = input.read().and_then(|raw| {
+            let original = raw.to_vec();
+            crate::formats::import(raw, &input.path, args.input_format).map(|c| (c, original))
+        });
+        match read {
+            Ok((canonical, raw)) => {
                 // Imported files are validated in their canonical form: say so, since
                 // the line numbers are those of that form.
-                let shown = if canonical.format == InputFormat::Rivumi {
+                // Imported files are validated in their canonical form, reported at the
+                // input's lines where they are tracked; a whole-file document (SWE-agent,
+                // OpenHands) names its canonical lines, and says so.
+                let tracked = canonical.format == InputFormat::Rivumi || canonical.source_lines.is_some();
+                let shown = if tracked {
                     input.path.clone()
                 } else {
                     PathBuf::from(format!("{} (as canonical {})", input.path.display(), canonical.format))
                 };
-                all.extend(crate::validate::validate(&canonical.bytes, &shown));
+                for mut v in crate::validate::validate(&canonical.bytes, &shown) {
+                    if canonical.source_lines.is_some() {
+                        v.line = canonical.input_line(v.line);
+                        v.message = canonical.relocate_message(&v.message);
+                    }
+                    all.push(v);
+                }
+                all.extend(crate::validate::agent_file(&raw, canonical.format, &shown));
             }
             Err(e) => {
                 unreadable = true;

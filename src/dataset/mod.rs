@@ -118,6 +118,19 @@ fn push_chat_message(out: &mut String, record: &str) {
     out.push('}');
 }
 
+/// The text of one raw dataset line (its terminator, and a UTF-8 byte-order mark at
+/// the start of the file, left out), or the column (in characters) of its first byte
+/// that is not UTF-8. The one reader of a dataset line's bytes, for every command.
+pub fn line_text(raw: &[u8], line_no: usize) -> std::result::Result<&str, usize> {
+    let body = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    let (bom, body) = match body.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) if line_no == 1 => (1, rest),
+        _ => (0, body),
+    };
+    crate::error::utf8(body).map_err(|c| c + bom)
+}
+
 /// What happened to one dataset line.
 pub enum LineOutcome {
     /// Compacted: the new line.

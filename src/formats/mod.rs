@@ -68,6 +68,35 @@ pub struct Canonical {
 }
 
 impl Canonical {
+    /// A line of the canonical form as a line of the input (itself when not tracked).
+    pub fn input_line(&self, canonical_line: usize) -> usize {
+        self.source_line(canonical_line).unwrap_or(canonical_line)
+    }
+
+    /// An error found in the canonical form, with its lines those of the input: the
+    /// line it is at, and a line its message names ("first used on line N").
+    pub fn relocate(&self, e: Error) -> Error {
+        match e {
+            Error::BadLine { mut at, message } if self.source_lines.is_some() => {
+                at.line = self.input_line(at.line);
+                Error::BadLine { at, message: self.relocate_message(&message) }
+            }
+            e => e,
+        }
+    }
+
+    /// A message naming a canonical line, with the input's line instead.
+    pub fn relocate_message(&self, message: &str) -> String {
+        const AT: &str = "first used on line ";
+        let Some(k) = message.find(AT) else { return message.to_string() };
+        let start = k + AT.len();
+        let digits = message[start..].bytes().take_while(u8::is_ascii_digit).count();
+        match message[start..start + digits].parse::<usize>() {
+            Ok(n) => format!("{}{}{}", &message[..start], self.input_line(n), &message[start + digits..]),
+            Err(_) => message.to_string(),
+        }
+    }
+
     /// The 1-based input line of a 1-based canonical line (itself when not tracked).
     pub fn source_line(&self, canonical_line: usize) -> Option<usize> {
         match &self.source_lines {

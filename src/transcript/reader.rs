@@ -162,10 +162,7 @@ fn line_bounds(src: &[u8], start: usize) -> (usize, usize) {
 }
 
 fn utf8_line<'a>(bytes: &'a [u8], file: &Path, line: usize) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let column = String::from_utf8_lossy(&bytes[..e.valid_up_to()]).chars().count() + 1;
-        Error::bad_line(file, line, column, "invalid UTF-8: expected UTF-8 text")
-    })
+    crate::error::utf8(bytes).map_err(|column| Error::bad_line(file, line, column, crate::error::NOT_UTF8))
 }
 
 fn parse_record<'a>(

@@ -373,9 +373,12 @@ fn unending_and_degenerate_inputs_stay_bounded() {
     assert_eq!(stdout(&o).trim(), "3000000", "{}", stderr(&o));
     // One job reads on the thread that compacts; more have a reader thread.
     for jobs in ["1", "2"] {
-        let o = bounded(&format!("head -c 3000000 /dev/zero | tr '\\0' x | sed 's/^/{{\"messages\":\"/' | RIVUMI_MAX_INPUT_BYTES=1000000 \"$B\" run --input-format openai --jobs {jobs} -"));
-        assert_eq!(o.status.code(), Some(3), "a dataset line without end, {jobs} job(s): {}", stderr(&o));
-        assert!(stderr(&o).contains("-:1:1: cannot read: a line longer than 1000000 bytes"), "{}", stderr(&o));
+        // A line longer than the bound is a bad line (exit 4), skipped as it is read and
+        // never held; an empty line takes its place, and the lines after it are read.
+        let o = bounded(&format!("(head -c 3000000 /dev/zero | tr '\\0' x | sed 's/^/{{\"messages\":\"/'; echo; echo '{{\"messages\":[]}}') | RIVUMI_MAX_INPUT_BYTES=1000000 \"$B\" run --input-format openai --jobs {jobs} -"));
+        assert_eq!(o.status.code(), Some(4), "a dataset line without end, {jobs} job(s): {}", stderr(&o));
+        assert!(stderr(&o).contains("-:1:1: a line longer than 1000000 bytes"), "{}", stderr(&o));
+        assert_eq!(stdout(&o), "\n{\"messages\":[]}\n", "one output line per input line");
     }
     assert!(start.elapsed() < Duration::from_secs(60));
 }
