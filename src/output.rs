@@ -88,10 +88,14 @@ pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
         return Err(io::Error::new(io::ErrorKind::IsADirectory, "a folder"));
     }
     if target.is_file() {
-        // What `>` would be refused (a read-only file) is refused here too.
+        // What `>` would be refused (a read-only file) is refused here too; a file it
+        // would write keeps its mode, as `>` keeps it.
         drop(std::fs::OpenOptions::new().write(true).open(path)?);
         let real = std::fs::canonicalize(path)?;
-        return write_atomic(&real, write);
+        let dir = real.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let tmp = temp_file_in(dir, write)?;
+        tmp.value.as_file().set_permissions(target.permissions())?;
+        return signals::committing(|| tmp.persist(&real).map(drop).map_err(|e| e.error));
     }
     let file = std::fs::OpenOptions::new().write(true).open(path)?;
     let mut buf = io::BufWriter::with_capacity(1 << 20, file);

@@ -120,7 +120,7 @@ pub(super) fn jobs(asked: usize) -> usize {
 pub(super) fn for_each_row(
     input: &Input,
     only: Option<u64>,
-    mut f: impl FnMut(usize, std::result::Result<&str, String>) -> Result<()>,
+    mut f: impl FnMut(usize, std::result::Result<&str, (usize, String)>) -> Result<()>,
 ) -> Result<usize> {
     let mut reader = input.open()?.into_reader();
     let limit = crate::source::max_input_bytes();
@@ -140,7 +140,7 @@ pub(super) fn for_each_row(
         match crate::dataset::line_text(&raw, n) {
             Ok(text) if text.trim().is_empty() => continue,
             Ok(text) => f(n, Ok(text))?,
-            Err(column) => f(n, Err(format!("{column}: {}", crate::error::NOT_UTF8)))?,
+            Err(column) => f(n, Err((column, crate::error::NOT_UTF8.to_string())))?,
         }
         if only.is_some() {
             return Ok(n);

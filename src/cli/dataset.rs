@@ -552,7 +552,8 @@ struct Progress {
 impl Progress {
     fn new(size: Option<u64>) -> Progress {
         let lines = std::cell::Cell::new(0);
-        if !io::stderr().is_terminal() {
+        // On a terminal that stdout shares, a bar would draw over the lines written.
+        if !io::stderr().is_terminal() || io::stdout().is_terminal() {
             return Progress { bar: None, lines };
         }
         let bar = size.map_or_else(indicatif::ProgressBar::new_spinner, indicatif::ProgressBar::new);

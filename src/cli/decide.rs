@@ -36,12 +36,12 @@ fn rows(args: &DecideArgs, input: &Input, settings: &Settings, format: InputForm
     let mut found = false;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    let shown = super::common::display(input);
+    let shown = input.path.display().to_string();
     let lines = for_each_row(input, args.line, |n, text| {
         found = true;
         let name = std::path::PathBuf::from(format!("{}:{n}", input.path.display()));
         let processed = text
-            .map_err(|m| format!("{shown}:{n}:{m}"))
+            .map_err(|(col, m)| format!("{shown}:{n}:{col}: {m}"))
             .and_then(|text| {
                 crate::dataset::row_canonical(text, format).map_err(|(col, m)| format!("{shown}:{n}:{col}: {m}"))
             })
@@ -68,7 +68,12 @@ fn rows(args: &DecideArgs, input: &Input, settings: &Settings, format: InputForm
 
 fn render(args: &DecideArgs, n: usize, shown: &str, done: &Processed<'_>) -> String {
     match (args.line.is_some(), args.json) {
-        (true, true) => crate::report::decision_with_turns(done),
+        (true, true) => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&crate::report::decision_with_turns(done)).expect("a decision is JSON");
+            v.as_object_mut().expect("an object").shift_insert(0, "line".into(), serde_json::json!(n));
+            format!("{}\n", serde_json::to_string_pretty(&v).expect("a decision serializes"))
+        }
         (true, false) => crate::report::decision_report(done),
         (false, true) => {
             let mut v = serde_json::to_value(&done.plan.decision).expect("a decision serializes");

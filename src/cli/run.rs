@@ -119,7 +119,7 @@ fn run_batch(
     w: &mut dyn Write,
 ) -> Result<Exit> {
     crate::signals::graceful();
-    let progress = io::stderr().is_terminal() && inputs.len() > 1;
+    let progress = io::stderr().is_terminal() && !io::stdout().is_terminal() && inputs.len() > 1;
     let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
     let mut single_error = None;
     let mut closed = None;

@@ -28,12 +28,14 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
         })
     };
     let mut total = Stats::new();
+    let mut unreadable = None;
     crate::batch::for_each(&inputs, super::common::jobs(args.jobs), progress, one, |_, r| {
         match r {
             Some(Ok(one)) => total.merge(one),
             Some(Err(e)) => {
                 total.failed += 1;
                 ui::error(&e.to_string());
+                unreadable = Some(e.exit());
             }
             None => {}
         }
@@ -47,7 +49,12 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
         total.table()
     };
     stdout_write(|w| w.write_all(text.as_bytes()))?;
-    Ok(if total.failed > 0 { Exit::Failed } else { Exit::Ok })
+    // One input keeps its own code (3 for one that cannot be read), as `run` does.
+    Ok(match (inputs.len(), unreadable) {
+        (1, Some(code)) => code,
+        _ if total.failed > 0 => Exit::Failed,
+        _ => Exit::Ok,
+    })
 }
 
 /// Stats over a dataset file, streamed: every line is a transcript; a bad line (invalid

@@ -103,7 +103,7 @@ fn dataset_rows(input: &inputs::Input, format: InputFormat, only: Option<u64>) -
         let bad = |message: String| Violation { file: shown.clone(), line: n, code: "bad_line", message };
         let canonical = match text {
             Ok(text) => crate::dataset::row_canonical(text, format),
-            Err(m) => Err((1, m)),
+            Err(bad_text) => Err(bad_text),
         };
         match canonical {
             Err((column, m)) => out.push(bad(format!("column {column}: {m}"))),

@@ -121,6 +121,9 @@ fn arguments(raw: Option<&str>) -> Option<(Box<RawValue>, Value)> {
 /// path reads it (a missing or non-integer count is 0).
 fn chat_usage(raw: &str) -> Option<Usage> {
     let u: Value = serde_json::from_str(raw).ok()?;
+    if crate::formats::openai::negative_count(&u).is_some() {
+        return None; // the canonical path reports it
+    }
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
     let (input, output) = (n(u.get("prompt_tokens")), n(u.get("completion_tokens")));

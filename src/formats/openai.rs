@@ -40,6 +40,9 @@ pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
                     r.insert("tool_calls".into(), Value::Array(calls.iter().map(|c| call(c, &mut names)).collect()));
                 }
                 if let Some(u) = m.get("usage").or_else(|| line.get("usage").filter(|_| k + 1 == messages.len())) {
+                    if let Some(key) = negative_count(u) {
+                        return Err(format!("message {k}: usage.{key} is negative: token counts are never below 0"));
+                    }
                     if role == "assistant" {
                         r.insert("usage".into(), usage(u));
                     }
@@ -68,6 +71,18 @@ fn call(c: &Value, names: &mut std::collections::HashMap<String, String>) -> Val
     names.insert(id.to_string(), name.to_string());
     let args = super::common::arguments(f.get("arguments"));
     json!({"id": id, "name": name, "arguments": args})
+}
+
+/// The first usage count that is a negative number, if any (read as 0 it would hide a
+/// broken row).
+pub fn negative_count(u: &Value) -> Option<&'static str> {
+    let neg = |v: Option<&Value>| v.and_then(Value::as_f64).is_some_and(|x| x < 0.0);
+    let cached = u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens"));
+    [("prompt_tokens", u.get("prompt_tokens")), ("completion_tokens", u.get("completion_tokens"))]
+        .into_iter()
+        .chain([("prompt_tokens_details.cached_tokens", cached)])
+        .find(|(_, v)| neg(*v))
+        .map(|(k, _)| k)
 }
 
 /// OpenAI counts cached tokens inside `prompt_tokens`: subtract them (SPEC 1).

@@ -12,6 +12,7 @@ mod fidelity;
 mod golden;
 mod hooks;
 mod hostile;
+mod hostile_surfaces;
 mod properties;
 mod readme;
 mod realdata;
