@@ -354,6 +354,17 @@ impl Profile {
     }
 }
 
+impl Profile {
+    /// The profile of the agent that wrote an input format (`rivumi` for the others).
+    pub fn of_format(format: crate::formats::InputFormat) -> Profile {
+        match format {
+            crate::formats::InputFormat::ClaudeCode => Profile::ClaudeCode,
+            crate::formats::InputFormat::Codex => Profile::Codex,
+            _ => Profile::Rivumi,
+        }
+    }
+}
+
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

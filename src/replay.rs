@@ -406,6 +406,20 @@ fn summarize(points: &[Point], profile: &str, conversation: bool, at: EvaluateAt
     s
 }
 
+impl Replay {
+    /// `--json`: one object per evaluation point, then the summary object.
+    pub fn json_lines(&self) -> String {
+        let mut out = String::new();
+        for p in &self.points {
+            out.push_str(&serde_json::to_string(p).expect("a point serializes"));
+            out.push('\n');
+        }
+        out.push_str(&serde_json::to_string(&self.summary).expect("a summary serializes"));
+        out.push('\n');
+        out
+    }
+}
+
 impl Summary {
     /// The closing line for people.
     pub fn line(&self) -> String {

@@ -2,23 +2,34 @@
 
 use super::common::{settings, stdout_write};
 use super::{CaseFlags, CheckArgs};
-use crate::engine::Settings;
+use crate::check::{CaseSettings, Format, Mode};
 use crate::error::{Error, Exit, Result};
 
 pub(super) fn check(args: CheckArgs) -> Result<Exit> {
+    let mode = if args.bless {
+        Mode::Bless
+    } else if args.pending {
+        Mode::Pending
+    } else if args.accept || !args.accept_file.is_empty() {
+        Mode::Accept(args.accept_file.clone())
+    } else {
+        Mode::Check
+    };
     let opts = crate::check::CheckOptions {
-        bless: args.bless,
+        mode,
+        format: if args.json { Format::Json } else { args.format },
         color: crate::ui::color_stdout(),
-        json: args.json,
         cases: args.cases.clone(),
         allow_case_commands: args.allow_case_commands,
     };
-    let parse = |flags: &[String]| -> Result<Settings> {
+    let parse = |flags: &[String]| -> Result<CaseSettings> {
         let parsed = <CaseFlags as clap::Parser>::try_parse_from(flags).map_err(|e| {
             let first = e.to_string().lines().next().unwrap_or("").to_string();
             Error::Usage(first.strip_prefix("error: ").unwrap_or(&first).to_string())
         })?;
-        settings(&parsed.policy, Some(&parsed.actions), false)
+        let mut s = settings(&parsed.policy, Some(&parsed.actions), false)?;
+        s.output_format = parsed.output_format;
+        Ok(CaseSettings { settings: s, profile_given: parsed.policy.profile.is_some() })
     };
     let mut report = Vec::new();
     let code = crate::check::check(&args.dir, &opts, &parse, &mut report)?;

@@ -236,10 +236,23 @@ pub struct CheckArgs {
     /// Only these cases: names (folders below DIR) or globs (`'reanchor-*'`)
     #[arg(value_name = "CASE")]
     pub cases: Vec<String>,
-    /// Print the report as one JSON document (cases, files, diffs, totals)
-    #[arg(long)]
+    /// How to report: text for people, json (one document), github (annotations for
+    /// GitHub Actions), junit (XML for GitLab and Jenkins)
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = crate::check::Format::Text)]
+    pub format: crate::check::Format,
+    /// The same as --format json
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Write the expected files from this run (atomically) and say what changed
+    /// Write each actual output that differs beside its expected file as NAME.new, for review
+    #[arg(long, conflicts_with_all = ["bless", "accept", "accept_file"])]
+    pub pending: bool,
+    /// Turn the pending NAME.new files of the cases (all, or those named) into expected files
+    #[arg(long, conflicts_with_all = ["bless", "accept_file"])]
+    pub accept: bool,
+    /// Turn one pending file into its expected file (PATH is either of them); repeatable
+    #[arg(long, value_name = "PATH", conflicts_with = "bless")]
+    pub accept_file: Vec<PathBuf>,
+    /// Write the expected files from this run (atomically) and say what changed: accept everything
     #[arg(long)]
     pub bless: bool,
     /// Run the hooks and summarizers that case folders name (off: a case folder is untrusted)
@@ -299,6 +312,12 @@ pub struct CaseFlags {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub actions: ActionArgs,
+    /// The format `transcript.jsonl` is written in
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Canonical)]
+    pub output_format: OutputFormat,
+    /// Accepted and changes nothing: the case pins every output `--emit` can print
+    #[arg(long, value_name = "OUTPUT", value_enum)]
+    pub emit: Option<Emit>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -27,7 +27,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     // Replay follows the agent that wrote the input unless told otherwise (SPEC 12).
     let chosen = args.policy.profile.is_some();
     if !chosen {
-        settings = settings.with_profile(agent_profile(canonical.format));
+        settings = settings.with_profile(crate::config::Profile::of_format(canonical.format));
     }
     let t = transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
@@ -47,33 +47,11 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if let Some(dir) = &args.out_dir {
         write_firings(dir, &input, &t, &r, &settings, args.max_firings)?;
     }
-    let text = if args.json { json_lines(&r) } else { report(&r, &display(&input), chosen) };
+    let text = if args.json { r.json_lines() } else { report(&r, &display(&input), chosen) };
     stdout_write(|w| w.write_all(text.as_bytes()))
 }
 
-fn json_lines(r: &Replay) -> String {
-    let mut out = String::new();
-    for p in &r.points {
-        out.push_str(&serde_json::to_string(p).expect("a point serializes"));
-        out.push('\n');
-    }
-    out.push_str(&serde_json::to_string(&r.summary).expect("a summary serializes"));
-    out.push('\n');
-    out
-}
-
 /// For people: the recorded compactions and predicted firings side by side.
-/// The profile of the agent that wrote a format (`rivumi` for the others).
-fn agent_profile(format: crate::formats::InputFormat) -> crate::config::Profile {
-    use crate::config::Profile;
-    use crate::formats::InputFormat;
-    match format {
-        InputFormat::ClaudeCode => Profile::ClaudeCode,
-        InputFormat::Codex => Profile::Codex,
-        _ => Profile::Rivumi,
-    }
-}
-
 fn report(r: &Replay, name: &str, chosen: bool) -> String {
     let s = &r.summary;
     let fires = r.points.iter().find_map(|p| p.fires_at.map(|at| (at, p.limit)));

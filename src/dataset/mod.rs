@@ -131,6 +131,43 @@ pub fn line_text(raw: &[u8], line_no: usize) -> std::result::Result<&str, usize>
     crate::error::utf8(body).map_err(|c| c + bom)
 }
 
+/// Compacts every line of a dataset held in memory, in order, one output line per
+/// input line (as `run` writes a dataset, on one thread); returns how many lines were
+/// bad (reported on stderr, echoed unchanged). A user's hook that fails stops it.
+pub fn compact_lines(data: &[u8], file: &Path, settings: &Settings, w: &mut dyn std::io::Write) -> Result<usize> {
+    let mut bad = 0;
+    let mut n = 0;
+    let mut start = 0;
+    while start < data.len() {
+        let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |k| start + k + 1);
+        let raw = &data[start..end];
+        n += 1;
+        let body_len = raw.strip_suffix(b"\n").map_or(raw.len(), <[u8]>::len);
+        let body_len = raw[..body_len].strip_suffix(b"\r").map_or(body_len, <[u8]>::len);
+        let bom = if n == 1 && raw.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        let outcome = match line_text(raw, n) {
+            Ok(text) => process_line(text, file, n, settings)?,
+            Err(column) => LineOutcome::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8)),
+        };
+        let write = |w: &mut dyn std::io::Write, bytes: &[u8]| w.write_all(bytes).map_err(Error::stdout);
+        match outcome {
+            LineOutcome::Changed(line) => {
+                write(w, &raw[..bom])?;
+                write(w, line.as_bytes())?;
+                write(w, &raw[body_len..])?;
+            }
+            LineOutcome::Unchanged => write(w, raw)?,
+            LineOutcome::Bad(message) => {
+                bad += 1;
+                crate::ui::error(&message);
+                write(w, raw)?;
+            }
+        }
+        start = end;
+    }
+    Ok(bad)
+}
+
 /// What happened to one dataset line.
 pub enum LineOutcome {
     /// Compacted: the new line.

@@ -47,7 +47,8 @@ fn a_difference_is_a_unified_diff_and_exit_1_and_bless_fixes_it() {
     // How to accept it, as a command to copy.
     assert!(
         out.ends_with(&format!(
-            "4 case(s), 2 differ\nto accept the actual outputs as expected, run: rivumi-compact check --bless {d}\n"
+            "4 case(s), 2 differ\nto review them as NAME.new files, run: rivumi-compact check --pending {d}\n\
+             to accept the actual outputs as expected, run: rivumi-compact check --bless {d}\n"
         )),
         "{out}"
     );

@@ -19,7 +19,11 @@ fn an_unreadable_args_file_in_a_check_case_is_reported() {
     std::fs::create_dir(case.join("args")).unwrap(); // exists, cannot be read as text
     let o = run(&["check", path_str(&dir.path().join("cases"))]);
     assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
-    assert!(stdout(&o).contains("one: error:") && stdout(&o).contains("args: cannot read"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("one: error:") && stdout(&o).contains("args: a folder: a case file must be a regular file"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -29,7 +33,7 @@ fn an_unreadable_expected_file_in_a_check_case_is_reported() {
     std::fs::create_dir(case.join("decision.json")).unwrap();
     let o = run(&["check", path_str(&dir.path().join("cases"))]);
     assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
-    assert!(stdout(&o).contains("decision.json: cannot read"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("decision.json: a folder: a case file must be a regular file"), "{}", stdout(&o));
 }
 
 #[test]
