@@ -315,7 +315,7 @@ impl Case<'_> {
         }
         let (input_name, raw) = self.input()?;
         let name = Path::new(&input_name);
-        let source = crate::source::Source::from(raw);
+        let source = crate::source::Opened::bytes(raw, name)?;
         let dataset = crate::formats::dataset_format(name, &source).filter(|_| !replay);
         if let Some(format) = dataset.filter(|_| case.settings.input_format == crate::formats::InputFormat::Auto) {
             let mut s = case.settings.clone();
@@ -490,6 +490,7 @@ fn read_bounded(path: &Path, real_dir: &Path, limit: u64) -> Result<Option<Vec<u
 /// The output of a dataset case: each line compacted on its own, in order.
 fn dataset_output(source: &[u8], name: &Path, s: &Settings) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(source.len());
+    // Bad lines are echoed into the output, which pins them.
     crate::dataset::compact_lines(source, name, s, &mut out)?;
     Ok(out)
 }

@@ -119,6 +119,13 @@ impl Opened {
         Ok(opened)
     }
 
+    /// Bytes already in memory (a case file of `check`), decompressed when they are
+    /// compressed, with the bounds of any input.
+    pub fn bytes(bytes: Vec<u8>, name: &Path) -> Result<Source> {
+        let size = bytes.len() as u64;
+        Opened::new(Box::new(io::Cursor::new(bytes)), name, Some(size))?.read_all()
+    }
+
     /// Standard input, read once.
     pub fn stdin() -> Result<Opened> {
         Opened::new(Box::new(io::stdin()), Path::new("-"), None)

@@ -132,10 +132,10 @@ pub fn line_text(raw: &[u8], line_no: usize) -> std::result::Result<&str, usize>
 }
 
 /// Compacts every line of a dataset held in memory, in order, one output line per
-/// input line (as `run` writes a dataset, on one thread); returns how many lines were
-/// bad (reported on stderr, echoed unchanged). A user's hook that fails stops it.
-pub fn compact_lines(data: &[u8], file: &Path, settings: &Settings, w: &mut dyn std::io::Write) -> Result<usize> {
-    let mut bad = 0;
+/// input line (as `run` writes a dataset, on one thread); returns the bad lines'
+/// messages (each line is echoed unchanged). A user's hook that fails stops it.
+pub fn compact_lines(data: &[u8], file: &Path, settings: &Settings, w: &mut dyn std::io::Write) -> Result<Vec<String>> {
+    let mut bad = Vec::new();
     let mut n = 0;
     let mut start = 0;
     while start < data.len() {
@@ -158,8 +158,7 @@ pub fn compact_lines(data: &[u8], file: &Path, settings: &Settings, w: &mut dyn 
             }
             LineOutcome::Unchanged => write(w, raw)?,
             LineOutcome::Bad(message) => {
-                bad += 1;
-                crate::ui::error(&message);
+                bad.push(message);
                 write(w, raw)?;
             }
         }

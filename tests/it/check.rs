@@ -18,7 +18,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 fn the_projects_own_golden_cases_pass() {
     let o = run(&["check", "testdata/check"]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).ends_with("4 case(s), 0 differ\n"), "{}", stdout(&o));
+    assert!(stdout(&o).ends_with("8 case(s), 0 differ\n"), "{}", stdout(&o));
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn a_difference_is_a_unified_diff_and_exit_1_and_bless_fixes_it() {
     // How to accept it, as a command to copy.
     assert!(
         out.ends_with(&format!(
-            "4 case(s), 2 differ\nto review them as NAME.new files, run: rivumi-compact check --pending {d}\n\
+            "8 case(s), 2 differ\nto review them as NAME.new files, run: rivumi-compact check --pending {d}\n\
              to accept the actual outputs as expected, run: rivumi-compact check --bless {d}\n"
         )),
         "{out}"
@@ -96,13 +96,13 @@ fn check_for_ci_colour_json_subsets_and_args_files() {
     let o = run(&["check", d, "--json"]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
-    assert_eq!((v["total"].as_u64(), v["differ"].as_u64(), v["errors"].as_u64()), (Some(4), Some(1), Some(0)));
+    assert_eq!((v["total"].as_u64(), v["differ"].as_u64(), v["errors"].as_u64()), (Some(8), Some(1), Some(0)));
     let fa = v["cases"].as_array().unwrap().iter().find(|c| c["name"] == "fallback-applied").unwrap();
     assert_eq!(fa["status"], "differ");
     assert_eq!(fa["files"][0]["file"], "reanchor.md");
     assert_eq!(fa["files"][0]["status"], "changed");
     assert!(fa["files"][0]["diff"].as_str().unwrap().contains("\n+- src/range.rs\n"), "{fa}");
-    assert!(v["cases"].as_array().unwrap().iter().filter(|c| c["status"] == "ok").count() == 3);
+    assert!(v["cases"].as_array().unwrap().iter().filter(|c| c["status"] == "ok").count() == 7);
 
     // An args file: a flag and its value on one line; an error names the file and line.
     let caps = dir.path().join("reanchor-caps");
@@ -185,4 +185,169 @@ fn validate_is_clean_on_the_tools_own_outputs_and_3_on_unreadable_input() {
     assert_eq!(stdout(&o), "0 violation(s) in 2 transcript(s)\n");
     let o = cmd().args(["validate", "testdata/validate/duplicate-id.jsonl", "missing.jsonl"]).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "3 wins over 1");
+}
+
+/// A copy of the project's check cases in a temporary folder.
+fn cases() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("testdata/check"), dir.path());
+    dir
+}
+
+#[test]
+fn every_case_kind_runs_and_a_folder_without_input_is_an_error() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let o = run(&["check", d, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kind = |name: &str| {
+        v["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap()["kind"].as_str().unwrap().to_string()
+    };
+    assert_eq!(kind("dataset-rows"), "dataset");
+    assert_eq!(kind("replay-claude-code"), "replay");
+    assert_eq!(kind("swe-agent-traj"), "transcript", "an input.traj runs");
+    assert_eq!(kind("compressed-openai-output"), "transcript", "a compressed input runs");
+    // A folder whose input is gone is an error naming it, never a silent skip.
+    std::fs::remove_file(dir.path().join("swe-agent-traj/input.traj")).unwrap();
+    let o = run(&["check", d]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert!(stdout(&o).contains("swe-agent-traj: error:") && stdout(&o).contains("a case folder without an input"), "{}", stdout(&o));
+    let o = run(&["check", d, "swe-agent-traj"]);
+    assert_eq!(o.status.code(), Some(3), "naming it runs it: {}", stdout(&o));
+}
+
+#[test]
+fn pending_files_are_reviewed_and_accepted_like_insta_snapshots() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let case = dir.path().join("fallback-applied");
+    let expected = std::fs::read_to_string(case.join("decision.json")).unwrap();
+    std::fs::write(case.join("decision.json"), expected.replace("19455", "19000")).unwrap();
+    let rows = dir.path().join("dataset-rows/output.jsonl");
+    let good_rows = std::fs::read(&rows).unwrap();
+    std::fs::write(&rows, b"{}\n").unwrap();
+    // --pending writes NAME.new beside what differs and leaves the expected files.
+    let o = run(&["check", d, "--pending"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&format!("to accept them, run: rivumi-compact check --accept {d}")), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(case.join("decision.json.new")).unwrap(), expected);
+    assert!(std::fs::read_to_string(case.join("decision.json")).unwrap().contains("19000"));
+    // A plain check fails while a .new file waits, even once the expected file is fixed.
+    std::fs::write(case.join("decision.json"), &expected).unwrap();
+    std::fs::write(&rows, &good_rows).unwrap();
+    std::fs::write(dir.path().join("dataset-rows/output.jsonl.new"), b"stale\n").unwrap();
+    let o = run(&["check", d]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("fallback-applied/decision.json.new: pending review"), "{}", stdout(&o));
+    // --pending again clears the .new files that are now the same.
+    assert_eq!(run(&["check", d, "--pending"]).status.code(), Some(0));
+    assert!(!case.join("decision.json.new").exists());
+    // --accept CASE turns that case's pending files into expected ones; --accept-file one file.
+    std::fs::write(&rows, b"{}\n").unwrap();
+    std::fs::write(case.join("decision.json"), expected.replace("19455", "19000")).unwrap();
+    assert_eq!(run(&["check", d, "--pending"]).status.code(), Some(1));
+    let o = run(&["check", d, "--accept", "fallback-applied"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("fallback-applied/decision.json: accepted"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(case.join("decision.json")).unwrap(), expected);
+    assert_eq!(run(&["check", d]).status.code(), Some(1), "dataset-rows still waits");
+    let o = run(&["check", d, "--accept-file", path_str(&rows)]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read(&rows).unwrap(), good_rows);
+    assert_eq!(run(&["check", d]).status.code(), Some(0));
+    // A pending file is never written through a link.
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("t");
+    std::fs::write(&target, "mine").unwrap();
+    std::os::unix::fs::symlink(&target, case.join("decision.json.new")).unwrap();
+    std::fs::write(case.join("decision.json"), expected.replace("19455", "1")).unwrap();
+    let o = run(&["check", d, "--pending"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+}
+
+#[test]
+fn a_changed_field_in_a_jsonl_line_is_marked() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let t = dir.path().join("fallback-applied/transcript.jsonl");
+    let text = std::fs::read_to_string(&t).unwrap();
+    std::fs::write(&t, text.replacen("\"turn\":\"t1\"", "\"turn\":\"t0\"", 1)).unwrap();
+    let out = stdout(&run(&["check", d, "fallback-applied"]));
+    assert!(out.contains("-{\"type\":\"message\",\"id\":\"m1\",\"turn\":[-\"t0\"-]"), "{out}");
+    assert!(out.contains("+{\"type\":\"message\",\"id\":\"m1\",\"turn\":{+\"t1\"+}"), "{out}");
+    let colored = stdout(&run(&["check", d, "fallback-applied", "--color", "always"]));
+    assert!(colored.contains("\x1b[7;31m\"t0\"\x1b[0m") && colored.contains("\x1b[7;32m\"t1\"\x1b[0m"), "{colored}");
+    // The JSON report holds the file and line of the first difference.
+    let v: serde_json::Value = serde_json::from_slice(&run(&["check", d, "--format", "json"]).stdout).unwrap();
+    let fa = v["cases"].as_array().unwrap().iter().find(|c| c["name"] == "fallback-applied").unwrap();
+    assert_eq!((fa["files"][0]["file"].as_str(), fa["files"][0]["line"].as_u64()), (Some("transcript.jsonl"), Some(2)));
+}
+
+#[test]
+fn reports_for_github_and_junit() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let t = dir.path().join("fallback-applied/decision.json");
+    let text = std::fs::read_to_string(&t).unwrap();
+    std::fs::write(&t, text.replace("19455", "19000")).unwrap();
+    let o = run(&["check", d, "--format", "github"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let want = format!(
+        "::error file={}/fallback-applied/decision.json,line=4,title=rivumi-compact check::fallback-applied/decision.json differs",
+        d.replace(':', "%3A").replace(',', "%2C")
+    );
+    assert!(out.contains(&want), "{want}\n{out}");
+    let o = run(&["check", d, "--format", "junit"]);
+    let xml = stdout(&o);
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"8\" failures=\"1\" errors=\"0\">"), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 8);
+    assert!(xml.contains("name=\"fallback-applied\"") && xml.contains("<failure message=\"differs: decision.json (changed)\">"), "{xml}");
+}
+
+#[test]
+fn case_files_are_regular_files_inside_the_folder_read_with_a_bound() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let case = dir.path().join("fallback-applied");
+    // An expected file, args or config that is a link to an endless device, a FIFO, a
+    // folder: the case is an error, found at once (no read of /dev/zero, no block).
+    let start = std::time::Instant::now();
+    std::fs::remove_file(case.join("summary.md")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", case.join("summary.md")).unwrap();
+    std::fs::create_dir(case.join("config.json")).unwrap();
+    let caps = dir.path().join("reanchor-caps");
+    assert!(std::process::Command::new("mkfifo").arg(caps.join("args")).status().unwrap().success());
+    let conv = dir.path().join("conversation-manual-checkpoint");
+    std::fs::write(conv.join("args"), "--config /dev/zero\n").unwrap();
+    let o = run(&["check", d]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("fallback-applied: error:") && out.contains("config.json: a folder"), "{out}");
+    assert!(out.contains("reanchor-caps: error:") && out.contains("args: not a regular file"), "{out}");
+    assert!(out.contains("conversation-manual-checkpoint: error:") && out.contains("a link out of the checked folder") || out.contains("not a regular file"), "{out}");
+    std::fs::remove_dir(case.join("config.json")).unwrap();
+    let o = run(&["check", d, "fallback-applied"]);
+    assert!(stdout(&o).contains("summary.md: a link out of the checked folder") || stdout(&o).contains("not a regular file"), "{}", stdout(&o));
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn an_args_comment_after_a_flag_is_a_comment_and_names_stay_inert() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let caps = dir.path().join("reanchor-caps");
+    std::fs::write(caps.join("args"), "--threshold 0.85 # the default\n").unwrap();
+    assert_eq!(run(&["check", d, "reanchor-caps"]).status.code(), Some(0));
+    // A case folder named like a workflow command: every line escapes it.
+    let evil = dir.path().join("x\n::error file=README.md::injected");
+    std::fs::rename(dir.path().join("fallback-applied"), &evil).unwrap();
+    let t = evil.join("decision.json");
+    let text = std::fs::read_to_string(&t).unwrap();
+    std::fs::write(&t, text.replace("19455", "19000")).unwrap();
+    for format in ["text", "github"] {
+        let out = stdout(&run(&["check", d, "--format", format]));
+        assert!(!out.lines().any(|l| l.starts_with("::error file=README.md")), "{format}: {out}");
+    }
 }

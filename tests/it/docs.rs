@@ -1,6 +1,6 @@
 //! The man page, completions, help and version stay true to the command line.
 
-use crate::support::{root, run, stdout};
+use crate::support::{root, run, stderr, stdout};
 
 #[test]
 fn man_page_is_current() {
@@ -55,4 +55,20 @@ fn every_command_has_help_with_an_example() {
     }
     let o = run(&["--version"]);
     assert_eq!(stdout(&o).trim(), format!("rivumi-compact {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn the_ci_workflow_in_the_docs_runs() {
+    let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
+    let workflow = doc.split("```yaml").nth(1).and_then(|s| s.split("```").next()).expect("a workflow");
+    let commands: Vec<&str> =
+        workflow.lines().filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("run: rivumi-compact ")).collect();
+    assert!(commands.len() >= 2, "{workflow}");
+    for c in commands {
+        let c = c.split(" > ").next().unwrap();
+        let args: Vec<&str> = c.split_whitespace().collect();
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "rivumi-compact {c}: {}{}", stdout(&o), stderr(&o));
+        assert!(!stdout(&o).contains("::error"), "{c}");
+    }
 }
