@@ -159,7 +159,10 @@ pub fn check(
     let all = find_cases(dir)?;
     let real_dir = std::fs::canonicalize(dir).map_err(|e| Error::read(dir, e))?;
     if all.is_empty() {
-        return Err(Error::bad_input(dir, "no case folders (a folder holding input.jsonl, input.traj or input.json) below this directory"));
+        return Err(Error::bad_input(
+            dir,
+            "no case folders (a folder holding input.jsonl, input.traj or input.json) below this directory",
+        ));
     }
     if let Mode::Accept(files) = &opts.mode {
         if !files.is_empty() {
@@ -180,7 +183,15 @@ pub fn check(
         let report = match report {
             Ok((kind, files, ignored)) => {
                 let status = status_of(&files, &opts.mode);
-                CaseReport { name, path: shown(case), kind: kind.map(Kind::as_str), status, error: None, files, ignored }
+                CaseReport {
+                    name,
+                    path: shown(case),
+                    kind: kind.map(Kind::as_str),
+                    status,
+                    error: None,
+                    files,
+                    ignored,
+                }
             }
             Err(e) => CaseReport {
                 name,
@@ -232,6 +243,9 @@ fn status_of(files: &[FileReport], mode: &Mode) -> &'static str {
         _ => "differ",
     }
 }
+
+/// What a case produced: each output's file name and bytes.
+type Outputs = Vec<(&'static str, Vec<u8>)>;
 
 /// One case folder being checked.
 struct Case<'a> {
@@ -298,7 +312,7 @@ impl Case<'_> {
         &self,
         parse_args: &dyn Fn(&[String]) -> Result<CaseSettings>,
         allow_commands: bool,
-    ) -> Result<(Kind, Vec<(&'static str, Vec<u8>)>)> {
+    ) -> Result<(Kind, Outputs)> {
         let (replay, args) = self.flags()?;
         let args_file = self.dir.join("args");
         let case = parse_args(&args).map_err(|e| self.locate(&args_file, &args, parse_args, e))?;
@@ -334,7 +348,10 @@ impl Case<'_> {
             let layered = s.config_for(t.session.as_ref(), name)?;
             let r = crate::replay::replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
             let svg = crate::chart::svg(&r, &input_name);
-            return Ok((Kind::Replay, vec![("replay.jsonl", r.json_lines().into_bytes()), ("replay.svg", svg.into_bytes())]));
+            return Ok((
+                Kind::Replay,
+                vec![("replay.jsonl", r.json_lines().into_bytes()), ("replay.svg", svg.into_bytes())],
+            ));
         }
         // Paths in decisions and hook payloads are relative to the case, never absolute.
         let mut done = engine::process(&canonical.bytes, name, &s).map_err(|e| canonical.relocate(e))?;
@@ -355,7 +372,13 @@ impl Case<'_> {
 
     /// A bad `args` file names the line of the flag it is about: each flag (with its
     /// value) is parsed alone to find it.
-    fn locate(&self, file: &Path, _args: &[String], parse_args: &dyn Fn(&[String]) -> Result<CaseSettings>, e: Error) -> Error {
+    fn locate(
+        &self,
+        file: &Path,
+        _args: &[String],
+        parse_args: &dyn Fn(&[String]) -> Result<CaseSettings>,
+        e: Error,
+    ) -> Error {
         let Ok(Some(bytes)) = self.read("args", SMALL_FILE) else { return e };
         let text = String::from_utf8_lossy(&bytes);
         for (line, words) in args_lines(&text).1 {
@@ -382,7 +405,8 @@ impl Case<'_> {
             let pending_name = format!("{file}{PENDING}");
             let pending = self.dir.join(&pending_name);
             let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
-            let report = |status, line, diff| FileReport { file: file.to_string(), path: shown(&path), status, line, diff };
+            let report =
+                |status, line, diff| FileReport { file: file.to_string(), path: shown(&path), status, line, diff };
             if expected.as_ref() == produced {
                 if exists(&pending) && matches!(opts.mode, Mode::Pending | Mode::Bless) {
                     std::fs::remove_file(&pending).map_err(|e| Error::write(&pending, e))?;
@@ -394,7 +418,8 @@ impl Case<'_> {
             let line = first_difference(expected.as_deref().unwrap_or(b""), produced.map_or(&b""[..], |p| p));
             match opts.mode {
                 Mode::Bless => {
-                    writable(&path, self.real_dir).map_err(|why| Error::Failed(format!("{file}: not blessed: {why}")))?;
+                    writable(&path, self.real_dir)
+                        .map_err(|why| Error::Failed(format!("{file}: not blessed: {why}")))?;
                     let status = match (&expected, produced) {
                         (None, _) => "new",
                         (_, None) => "removed",
@@ -415,7 +440,8 @@ impl Case<'_> {
                     if let Some(bytes) = produced {
                         writable(&pending, self.real_dir)
                             .map_err(|why| Error::Failed(format!("{pending_name}: not written: {why}")))?;
-                        output::write_atomic(&pending, |w| w.write_all(bytes)).map_err(|e| Error::write(&pending, e))?;
+                        output::write_atomic(&pending, |w| w.write_all(bytes))
+                            .map_err(|e| Error::write(&pending, e))?;
                     }
                 }
                 _ => {}
@@ -507,7 +533,13 @@ fn accept_case(case: &Case<'_>) -> Result<Vec<FileReport>> {
     for pending in names {
         let file = pending.strip_suffix(PENDING).expect("filtered").to_string();
         accept_one(&case.dir.join(&pending), &case.dir.join(&file), case.real_dir)?;
-        files.push(FileReport { file: file.clone(), path: shown(&case.dir.join(&file)), status: "accepted", line: 1, diff: None });
+        files.push(FileReport {
+            file: file.clone(),
+            path: shown(&case.dir.join(&file)),
+            status: "accepted",
+            line: 1,
+            diff: None,
+        });
     }
     Ok(files)
 }
@@ -521,7 +553,10 @@ fn accept_files(paths: &[PathBuf], real_dir: &Path, w: &mut dyn Write) -> Result
             None => (PathBuf::from(format!("{name}{PENDING}")), p.clone()),
         };
         if !exists(&pending) {
-            return Err(Error::Usage(format!("{}: no pending file to accept", crate::ui::escape(&pending.display().to_string()))));
+            return Err(Error::Usage(format!(
+                "{}: no pending file to accept",
+                crate::ui::escape(&pending.display().to_string())
+            )));
         }
         accept_one(&pending, &expected, real_dir)?;
         let _ = writeln!(w, "{}: accepted", crate::ui::escape(&shown(&expected)));
@@ -532,7 +567,8 @@ fn accept_files(paths: &[PathBuf], real_dir: &Path, w: &mut dyn Write) -> Result
 /// Renames a pending file over its expected file, both real files inside DIR.
 fn accept_one(pending: &Path, expected: &Path, real_dir: &Path) -> Result<()> {
     read_bounded(pending, real_dir, crate::source::max_input_bytes())?;
-    writable(expected, real_dir).map_err(|why| Error::Failed(format!("{}: not accepted: {why}", expected.display())))?;
+    writable(expected, real_dir)
+        .map_err(|why| Error::Failed(format!("{}: not accepted: {why}", expected.display())))?;
     if std::fs::symlink_metadata(pending).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(Error::Failed(format!("{}: not accepted: the pending file is a link", pending.display())));
     }
@@ -651,7 +687,11 @@ fn write_totals(w: &mut dyn Write, dir: &Path, reports: &[CaseReport], opts: &Ch
         words.join(" ")
     };
     if differing > 0 && opts.mode == Mode::Pending {
-        let _ = writeln!(w, "the actual outputs are written beside them as NAME{PENDING}; to accept them, run: {}", again("--accept"));
+        let _ = writeln!(
+            w,
+            "the actual outputs are written beside them as NAME{PENDING}; to accept them, run: {}",
+            again("--accept")
+        );
     } else if differing > 0 {
         let _ = writeln!(w, "to review them as NAME{PENDING} files, run: {}", again("--pending"));
         let _ = writeln!(w, "to accept the actual outputs as expected, run: {}", again("--bless"));
@@ -665,7 +705,13 @@ fn write_totals(w: &mut dyn Write, dir: &Path, reports: &[CaseReport], opts: &Ch
 fn write_github(w: &mut dyn Write, dir: &Path, reports: &[CaseReport], opts: &CheckOptions) {
     for r in reports {
         if let Some(e) = &r.error {
-            let _ = writeln!(w, "::error file={},title={}::{}", gh_property(&r.path), gh_property("rivumi-compact check"), gh_data(e));
+            let _ = writeln!(
+                w,
+                "::error file={},title={}::{}",
+                gh_property(&r.path),
+                gh_property("rivumi-compact check"),
+                gh_data(e)
+            );
         }
         for f in &r.files {
             let what = match f.status {
@@ -770,7 +816,11 @@ fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
     while let Some(d) = stack.pop() {
         let meta = std::fs::metadata(&d).map_err(|e| Error::read(&d, e))?;
         if let Some(first) = seen.insert((meta.dev(), meta.ino()), d.clone()) {
-            crate::ui::warn(&format!("{}: skipped: a symbolic link to {}, already walked", d.display(), first.display()));
+            crate::ui::warn(&format!(
+                "{}: skipped: a symbolic link to {}, already walked",
+                d.display(),
+                first.display()
+            ));
             continue;
         }
         let entries: Vec<std::fs::DirEntry> =
@@ -867,8 +917,10 @@ fn unified_diff(path: &str, expected: &[u8], actual: &[u8], color: bool) -> Stri
         let _ = writeln!(out, "@@ -{},{} +{},{} @@", o + 1, oe - o, n + 1, ne - n);
         for op in &group {
             let changes: Vec<_> = diff.iter_changes(op).collect();
-            let deleted: Vec<&str> = changes.iter().filter(|c| c.tag() == ChangeTag::Delete).map(|c| c.value()).collect();
-            let inserted: Vec<&str> = changes.iter().filter(|c| c.tag() == ChangeTag::Insert).map(|c| c.value()).collect();
+            let deleted: Vec<&str> =
+                changes.iter().filter(|c| c.tag() == ChangeTag::Delete).map(similar::Change::value).collect();
+            let inserted: Vec<&str> =
+                changes.iter().filter(|c| c.tag() == ChangeTag::Insert).map(similar::Change::value).collect();
             // A replaced run of JSON lines, line for line: mark what changed inside.
             let paired = deleted.len() == inserted.len()
                 && !deleted.is_empty()
@@ -932,7 +984,8 @@ fn tokens(s: &str) -> Vec<&str> {
 fn inline_marks(old: &str, new: &str, color: bool) -> (String, String) {
     let (a, b) = (tokens(old), tokens(new));
     let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b);
-    let (mut minus, mut plus) = (Marked::new(color, "[-", "-]", "\x1b[7;31m"), Marked::new(color, "{+", "+}", "\x1b[7;32m"));
+    let (mut minus, mut plus) =
+        (Marked::new(color, "[-", "-]", "\x1b[7;31m"), Marked::new(color, "{+", "+}", "\x1b[7;32m"));
     for op in ops {
         let (tag, old_range, new_range) = op.as_tag_tuple();
         if tag == similar::DiffTag::Equal {
@@ -1027,7 +1080,11 @@ mod tests {
         assert_eq!(minus, r#"{"type":"message","id":"m1","used":[-100-],"content":"same"}"#);
         assert_eq!(plus, r#"{"type":"message","id":"m1","used":{+250+},"content":"same"}"#);
         let pad = "x".repeat(400);
-        let (minus, _) = inline_marks(&format!(r#"{{"a":"{pad}","b":1,"c":"{pad}"}}"#), &format!(r#"{{"a":"{pad}","b":2,"c":"{pad}"}}"#), false);
+        let (minus, _) = inline_marks(
+            &format!(r#"{{"a":"{pad}","b":1,"c":"{pad}"}}"#),
+            &format!(r#"{{"a":"{pad}","b":2,"c":"{pad}"}}"#),
+            false,
+        );
         assert!(minus.starts_with('…') && minus.ends_with('…') && minus.contains("\"b\":[-1-]"), "{minus}");
         assert!(minus.chars().count() < 140, "{}", minus.chars().count());
     }
@@ -1036,7 +1093,10 @@ mod tests {
     fn args_comments_and_replay_cases() {
         let (replay, groups) = args_lines("replay\n# a comment\n--verify cargo test # the suite\n--threshold 0.9\n");
         assert!(replay);
-        assert_eq!(groups, vec![(3, vec!["--verify".into(), "cargo test".into()]), (4, vec!["--threshold".into(), "0.9".into()])]);
+        assert_eq!(
+            groups,
+            vec![(3, vec!["--verify".into(), "cargo test".into()]), (4, vec!["--threshold".into(), "0.9".into()])]
+        );
         assert_eq!(strip_comment("--verify make#all"), "--verify make#all", "a # inside a word stays");
     }
 

@@ -122,7 +122,9 @@ impl Config {
 
     /// Whether the conversation trigger is placed other than by the threshold alone.
     pub fn trigger_is_custom(&self) -> bool {
-        self.trigger.reserve_tokens.is_some() || self.trigger.window_percent != 100 || self.trigger.limit_tokens.is_some()
+        self.trigger.reserve_tokens.is_some()
+            || self.trigger.window_percent != 100
+            || self.trigger.limit_tokens.is_some()
     }
 }
 

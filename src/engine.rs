@@ -323,7 +323,12 @@ fn hook_payload(hook: &str, decision: &Decision, name: &Path, event: Value) -> V
 
 /// A conversation figure above the context window is not a full context: the window is
 /// wrong for the session (a model the table lacks, or a window set too small).
-pub fn over_window(config: &Config, used: Option<u64>, session: Option<&Map<String, Value>>, name: &Path) -> Option<String> {
+pub fn over_window(
+    config: &Config,
+    used: Option<u64>,
+    session: Option<&Map<String, Value>>,
+    name: &Path,
+) -> Option<String> {
     let window = config.runtime.context_window?;
     let used = used.filter(|&u| u > window && config.runtime.kind == config::RuntimeKind::Conversation)?;
     let model = session.and_then(|s| s.get("model")).and_then(Value::as_str);

@@ -105,7 +105,11 @@ pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
 
 /// Refuses an output path (named by `flag`) that is one of the inputs (`real`: the
 /// inputs' resolved paths), as `>` onto its own input would lose it.
-pub fn refuse_input(path: &Path, real: &HashSet<PathBuf>, flag: &str) -> Result<(), Error> {
+pub fn refuse_input<S: std::hash::BuildHasher>(
+    path: &Path,
+    real: &HashSet<PathBuf, S>,
+    flag: &str,
+) -> Result<(), Error> {
     let Ok(resolved) = std::fs::canonicalize(path) else { return Ok(()) };
     if real.contains(&resolved) {
         return Err(Error::Usage(format!("{flag} {} is an input", crate::ui::escape(&path.display().to_string()))));

@@ -146,7 +146,9 @@ impl Opened {
             if layers > MAX_COMPRESSION_LAYERS {
                 return Err(Error::bad_input(
                     name,
-                    format!("compressed more than {MAX_COMPRESSION_LAYERS} times over: refusing to decompress it further"),
+                    format!(
+                        "compressed more than {MAX_COMPRESSION_LAYERS} times over: refusing to decompress it further"
+                    ),
                 ));
             }
             let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));

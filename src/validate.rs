@@ -65,10 +65,8 @@ fn claude_code_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static
             }
         }
     }
-    let parent_of: HashMap<&str, &str> = lines
-        .iter()
-        .filter_map(|(_, r)| Some((r.get("uuid")?.as_str()?, r.get("parentUuid")?.as_str()?)))
-        .collect();
+    let parent_of: HashMap<&str, &str> =
+        lines.iter().filter_map(|(_, r)| Some((r.get("uuid")?.as_str()?, r.get("parentUuid")?.as_str()?))).collect();
     for (n, r) in lines {
         for key in ["parentUuid", "logicalParentUuid"] {
             if let Some(p) = r.get(key).and_then(Value::as_str) {

@@ -3,8 +3,8 @@
 use super::common::{load, settings, single_input, stdout_write};
 use super::ConfigArgs;
 use crate::error::{Exit, Result};
-use crate::ui;
 use crate::formats::InputFormat;
+use crate::ui;
 use serde_json::{json, Map};
 
 pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
@@ -32,7 +32,9 @@ pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
         layered
             .keys()
             .iter()
-            .map(|(k, v, layer)| format!("{k:<28} {:<40} {}\n", ui::escape(&v.to_string()), ui::escape(&from(k, *layer))))
+            .map(|(k, v, layer)| {
+                format!("{k:<28} {:<40} {}\n", ui::escape(&v.to_string()), ui::escape(&from(k, *layer)))
+            })
             .collect()
     };
     stdout_write(|w| w.write_all(text.as_bytes()))

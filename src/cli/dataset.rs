@@ -327,7 +327,9 @@ impl Piece {
             }
             let outcome = match crate::dataset::line_text(raw, n) {
                 Ok(text) => process_line(text, file, n, settings),
-                Err(column) => Ok(LineOutcome::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8))),
+                Err(column) => {
+                    Ok(LineOutcome::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8)))
+                }
             };
             // A byte-order mark before the first line stays before it.
             let bom = if n == 1 && raw.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
@@ -541,7 +543,6 @@ fn split_lines(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     }
     lines
 }
-
 
 /// The progress of a dataset on a terminal: lines, MB and MB/s (nothing otherwise).
 struct Progress {

@@ -107,7 +107,9 @@ fn report(r: &Replay, name: &str, chosen: bool) -> String {
             format!(" (recorded {n}, {pct:+.2}%)")
         });
         let _ = writeln!(out, "  compaction at call {}: replayed {}{delta}; {when}", m.call, m.replayed);
-        if let Some(at) = fires.map(|f| f.0).filter(|&at| m.trigger == "auto" && m.fired_at_call.is_none() && m.replayed < at) {
+        if let Some(at) =
+            fires.map(|f| f.0).filter(|&at| m.trigger == "auto" && m.fired_at_call.is_none() && m.replayed < at)
+        {
             let _ = writeln!(
                 out,
                 "    recorded below the profile's limit ({} < {at}): the agent compacted at a lower limit of its own \

@@ -82,18 +82,18 @@ fn preserved_segment(r: &Value, records: &[&Value], by_uuid: &HashMap<&str, usiz
     let meta = r.get("compactMetadata")?;
     let seg = meta.get("preservedSegment")?;
     let anchor = seg.get("anchorUuid")?.as_str()?.to_string();
-    let mut at: Vec<usize> = match meta.get("preservedMessages").and_then(|m| m.get("uuids")).and_then(Value::as_array) {
-        Some(list) => list.iter().filter_map(|u| by_uuid.get(u.as_str()?).copied()).collect(),
-        None => {
-            let head = seg.get("headUuid")?.as_str()?;
-            let mut k = *by_uuid.get(seg.get("tailUuid")?.as_str()?)?;
-            let mut chain = vec![k];
-            while records[k].get("uuid").and_then(Value::as_str) != Some(head) && chain.len() <= records.len() {
-                k = *by_uuid.get(records[k].get("parentUuid")?.as_str()?)?;
-                chain.push(k);
-            }
-            chain
+    let listed = meta.get("preservedMessages").and_then(|m| m.get("uuids")).and_then(Value::as_array);
+    let mut at: Vec<usize> = if let Some(list) = listed {
+        list.iter().filter_map(|u| by_uuid.get(u.as_str()?).copied()).collect()
+    } else {
+        let head = seg.get("headUuid")?.as_str()?;
+        let mut k = *by_uuid.get(seg.get("tailUuid")?.as_str()?)?;
+        let mut chain = vec![k];
+        while records[k].get("uuid").and_then(Value::as_str) != Some(head) && chain.len() <= records.len() {
+            k = *by_uuid.get(records[k].get("parentUuid")?.as_str()?)?;
+            chain.push(k);
         }
+        chain
     };
     at.sort_unstable();
     at.dedup();
@@ -168,9 +168,10 @@ impl State {
             None => super::models::CLAUDE_CODE_ASSUMED,
         };
         self.out.session.insert("id".into(), json!(self.session_id.unwrap_or_else(|| "claude-code".into())));
-        self.out
-            .session
-            .insert("runtime".into(), json!({"kind": "conversation", "native_compaction": true, "context_window": window}));
+        self.out.session.insert(
+            "runtime".into(),
+            json!({"kind": "conversation", "native_compaction": true, "context_window": window}),
+        );
         if let Some(cwd) = self.cwd {
             self.out.session.insert("workspace".into(), json!({"root": cwd}));
         }
@@ -222,8 +223,8 @@ pub(crate) fn main_thread(records: &[&Value]) -> Vec<bool> {
         // below it (a lone system or hook record at the end) is not the thread.
         has_message |= matches!(r.get("type").and_then(Value::as_str), Some("user" | "assistant"));
         cursor = match named.map(|p| uuid_at.get(p).copied()) {
-            None if has_message => None,            // the root
-            Some(Some(p)) if !on[p] => Some(p),     // the parent
+            None if has_message => None,                   // the root
+            Some(Some(p)) if !on[p] => Some(p),            // the parent
             None | Some(Some(_) | None) => before(i, &on), // a cycle, a parent not in the file, a stray root
         };
     }

@@ -66,9 +66,9 @@ pub const CLAUDE_CODE_ASSUMED: u64 = 200_000;
 /// Claude Code's row for a model (suffix rows, such as `[1m]`, win over the others).
 pub fn claude_code(model: &str) -> Option<&'static Row> {
     let rows = &table().claude_code;
-    rows.iter().find(|r| matches!(r.matching, Match::Suffix) && r.matches(model)).or_else(|| {
-        rows.iter().filter(|r| !matches!(r.matching, Match::Suffix)).find(|r| r.matches(model))
-    })
+    rows.iter()
+        .find(|r| matches!(r.matching, Match::Suffix) && r.matches(model))
+        .or_else(|| rows.iter().filter(|r| !matches!(r.matching, Match::Suffix)).find(|r| r.matches(model)))
 }
 
 /// Codex's row for a model (the first that matches; the last row matches any model).

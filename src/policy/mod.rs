@@ -26,8 +26,8 @@ pub use boundary::{boundary, Boundary};
 pub use conversation::checkpoint_span;
 pub use decision::{Action, Decision, Denominator, PressurePath, Reason, ReasonCode, Trigger};
 pub use journal::{Event, Journal};
-pub use steps::{steps, Step, Walk};
 pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
+pub use steps::{steps, Step, Walk};
 
 use crate::config::{Config, RuntimeKind};
 use crate::formats::InputFormat;

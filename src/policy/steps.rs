@@ -45,9 +45,8 @@ pub fn steps<'p>(t: &Transcript<'_>, plan: &'p Plan, walk: Walk) -> Vec<Step<'p>
             last_kept = None;
         }
     }
-    let unanswered = last_kept.filter(|&k| {
-        matches!(out[k], Step::Kept(i) if !t.items[i].calls().is_empty() && k + 1 == out.len())
-    });
+    let unanswered =
+        last_kept.filter(|&k| matches!(out[k], Step::Kept(i) if !t.items[i].calls().is_empty() && k + 1 == out.len()));
     let at = match unanswered {
         Some(k) if walk.chat => k,
         _ => out.len(),

@@ -208,14 +208,13 @@ impl Fresh<'_, '_> {
             if let Some(Value::Object(msg)) = m.get_mut("message") {
                 msg.remove("usage");
                 if let Some(id) = msg.get("id").and_then(Value::as_str).map(str::to_string) {
-                    let copy = match self.messages.get(&id) {
-                        Some(c) => c.clone(),
-                        None => {
-                            let shape = |u: String| format!("msg_rivumi_{}", u.replace('-', ""));
-                            let c = self.session.fresh(&mut self.taken, "message", &id, shape);
-                            self.messages.insert(id, c.clone());
-                            c
-                        }
+                    let copy = if let Some(c) = self.messages.get(&id) {
+                        c.clone()
+                    } else {
+                        let shape = |u: String| format!("msg_rivumi_{}", u.replace('-', ""));
+                        let c = self.session.fresh(&mut self.taken, "message", &id, shape);
+                        self.messages.insert(id, c.clone());
+                        c
                     };
                     msg.insert("id".into(), json!(copy));
                 }

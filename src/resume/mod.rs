@@ -82,7 +82,9 @@ impl Compaction {
         // checkpoint, instructions) is not in the context the agent resumes with.
         let (kind, _) = crate::policy::injected::parts(replacement);
         if kind == Synthetic::Checkpoint.as_str() {
-            let at = walked.iter().position(|s| matches!(s, crate::policy::Step::Injected(r) if std::ptr::eq(*r, replacement.as_str())));
+            let at = walked
+                .iter()
+                .position(|s| matches!(s, crate::policy::Step::Injected(r) if std::ptr::eq(*r, replacement.as_str())));
             walked.drain(..at.unwrap_or(0));
         }
         let steps: Vec<Step> = walked

@@ -211,7 +211,11 @@ fn every_case_kind_runs_and_a_folder_without_input_is_an_error() {
     std::fs::remove_file(dir.path().join("swe-agent-traj/input.traj")).unwrap();
     let o = run(&["check", d]);
     assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
-    assert!(stdout(&o).contains("swe-agent-traj: error:") && stdout(&o).contains("a case folder without an input"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("swe-agent-traj: error:") && stdout(&o).contains("a case folder without an input"),
+        "{}",
+        stdout(&o)
+    );
     let o = run(&["check", d, "swe-agent-traj"]);
     assert_eq!(o.status.code(), Some(3), "naming it runs it: {}", stdout(&o));
 }
@@ -301,9 +305,18 @@ fn reports_for_github_and_junit() {
     assert!(out.contains(&want), "{want}\n{out}");
     let o = run(&["check", d, "--format", "junit"]);
     let xml = stdout(&o);
-    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"8\" failures=\"1\" errors=\"0\">"), "{xml}");
+    assert!(
+        xml.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"8\" failures=\"1\" errors=\"0\">"
+        ),
+        "{xml}"
+    );
     assert_eq!(xml.matches("<testcase ").count(), 8);
-    assert!(xml.contains("name=\"fallback-applied\"") && xml.contains("<failure message=\"differs: decision.json (changed)\">"), "{xml}");
+    assert!(
+        xml.contains("name=\"fallback-applied\"")
+            && xml.contains("<failure message=\"differs: decision.json (changed)\">"),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -326,10 +339,19 @@ fn case_files_are_regular_files_inside_the_folder_read_with_a_bound() {
     let out = stdout(&o);
     assert!(out.contains("fallback-applied: error:") && out.contains("config.json: a folder"), "{out}");
     assert!(out.contains("reanchor-caps: error:") && out.contains("args: not a regular file"), "{out}");
-    assert!(out.contains("conversation-manual-checkpoint: error:") && out.contains("a link out of the checked folder") || out.contains("not a regular file"), "{out}");
+    assert!(
+        out.contains("conversation-manual-checkpoint: error:") && out.contains("a link out of the checked folder")
+            || out.contains("not a regular file"),
+        "{out}"
+    );
     std::fs::remove_dir(case.join("config.json")).unwrap();
     let o = run(&["check", d, "fallback-applied"]);
-    assert!(stdout(&o).contains("summary.md: a link out of the checked folder") || stdout(&o).contains("not a regular file"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("summary.md: a link out of the checked folder")
+            || stdout(&o).contains("not a regular file"),
+        "{}",
+        stdout(&o)
+    );
     assert!(start.elapsed() < std::time::Duration::from_secs(20));
 }
 

@@ -32,7 +32,8 @@ fn claude_code_attachments_are_model_visible_and_bookkeeping_is_skipped_quietly(
     let o = run(&["decide", RECORDS]);
     assert!(stderr(&o).is_empty(), "no record is skipped with a warning: {}", stderr(&o));
     let records = canonical(RECORDS);
-    let system: Vec<&str> = records.iter().filter(|r| r["role"] == "system").map(|r| r["id"].as_str().unwrap()).collect();
+    let system: Vec<&str> =
+        records.iter().filter(|r| r["role"] == "system").map(|r| r["id"].as_str().unwrap()).collect();
     // Rendered attachments are instructions the model reads; `session_context` has none.
     assert_eq!(system, ["at1", "at2", "at4", "at5"]);
     assert_eq!(records[0]["runtime"]["context_window"], 1_000_000, "claude-opus-5-5 runs with a 1M window");
@@ -43,7 +44,9 @@ fn claude_code_attachments_are_model_visible_and_bookkeeping_is_skipped_quietly(
     let usage = 5 + 300 + 20_000 + 40;
     let call = (4 + r#"{"command":"grep -rn helper src","description":"find callers"}"#.len() as u64 + 2) / 4;
     let result = ("src/a.py:3: helper(x)\nsrc/b.py:9: helper(y)".len() as u64 + 2) / 4;
-    let reminder = ("<system-reminder>\n<total_tokens>14810000 tokens left</total_tokens>\n</system-reminder>".len() as u64 + 2) / 4;
+    let reminder =
+        ("<system-reminder>\n<total_tokens>14810000 tokens left</total_tokens>\n</system-reminder>".len() as u64 + 2)
+            / 4;
     assert_eq!(points[0]["used"], usage + call + result + reminder, "{points:?}");
 }
 
@@ -54,7 +57,20 @@ fn a_preserved_segment_starts_the_new_context() {
     let ids: Vec<&str> = records[at + 1..].iter().filter_map(|r| r["id"].as_str()).collect();
     assert_eq!(
         ids,
-        ["at1", "s1", "msg_p2~preserved", "r2~preserved", "u2", "msg_p5", "r5", "msg_p6", "r6", "msg_p7", "r7", "msg_p3"]
+        [
+            "at1",
+            "s1",
+            "msg_p2~preserved",
+            "r2~preserved",
+            "u2",
+            "msg_p5",
+            "r5",
+            "msg_p6",
+            "r6",
+            "msg_p7",
+            "r7",
+            "msg_p3"
+        ]
     );
     let restated = &records[at + 1..].iter().find(|r| r["id"] == "msg_p2~preserved").unwrap()["usage"];
     assert_eq!(restated["cache_read_tokens"], 0, "a restated message is not a model call: {restated}");
@@ -63,11 +79,19 @@ fn a_preserved_segment_starts_the_new_context() {
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(d["used"].as_u64().unwrap() < 10_000, "{d}");
     // The write-back keeps it: the segment's records are copied after the new boundary.
-    let out = run(&["run", PRESERVED, "--output-format", "claude-code", "--runtime", "agent-runner", "--max-total-tokens", "1000"]);
+    let out = run(&[
+        "run",
+        PRESERVED,
+        "--output-format",
+        "claude-code",
+        "--runtime",
+        "agent-runner",
+        "--max-total-tokens",
+        "1000",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let input = std::fs::read_to_string(PRESERVED).unwrap();
-    let written: Vec<Value> =
-        stdout(&out)[input.len()..].lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let written: Vec<Value> = stdout(&out)[input.len()..].lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let edits = written.iter().filter(|r| r["message"]["content"][0]["name"] == "Edit").count();
     assert_eq!(edits, 1, "the preserved call is copied after the new boundary: {written:?}");
 }
@@ -131,7 +155,11 @@ fn an_unknown_model_gets_a_warning_and_usage_over_the_window_is_said() {
         stderr(&o)
     );
     let o = run(&["config", p]);
-    assert!(stdout(&o).contains("model claude-mystery-9 is not in src/formats/models.json: 200000 assumed"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("model claude-mystery-9 is not in src/formats/models.json: 200000 assumed"),
+        "{}",
+        stdout(&o)
+    );
     // The last usage: 5 + 300 + 20,500 + 30.
     let o = run(&["decide", p, "--context-window", "10000"]);
     assert!(stderr(&o).contains("the occupancy 20835 is above the 10000-token context window"), "{}", stderr(&o));

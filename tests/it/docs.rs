@@ -61,8 +61,10 @@ fn every_command_has_help_with_an_example() {
 fn the_ci_workflow_in_the_docs_runs() {
     let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
     let workflow = doc.split("```yaml").nth(1).and_then(|s| s.split("```").next()).expect("a workflow");
-    let commands: Vec<&str> =
-        workflow.lines().filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("run: rivumi-compact ")).collect();
+    let commands: Vec<&str> = workflow
+        .lines()
+        .filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("run: rivumi-compact "))
+        .collect();
     assert!(commands.len() >= 2, "{workflow}");
     for c in commands {
         let c = c.split(" > ").next().unwrap();

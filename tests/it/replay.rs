@@ -239,7 +239,11 @@ fn out_dir_holds_the_context_at_each_firing_and_svg_draws_it() {
         // It describes the firing: the profile's path and figures, an automatic trigger.
         let row = rows.iter().find(|r| r["fired"] == true && r["call"] == call).unwrap();
         assert_eq!((d["path"].as_str(), d["trigger"].as_str()), (Some("conversation"), Some("auto")), "{d}");
-        assert_eq!((&d["used"], &d["limit"], &d["trigger_tokens"]), (&row["used"], &row["limit"], &row["fires_at"]), "{d}");
+        assert_eq!(
+            (&d["used"], &d["limit"], &d["trigger_tokens"]),
+            (&row["used"], &row["limit"], &row["fires_at"]),
+            "{d}"
+        );
         let codes: Vec<&str> = d["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
         assert!(!codes.contains(&"max_total_tokens_unknown"), "{d}");
         // The compacted context reads back as a valid transcript, shorter than the session.

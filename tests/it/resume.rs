@@ -305,13 +305,18 @@ fn a_codex_rollout_that_numbers_its_records_gets_numbered_records() {
     assert_eq!(new.iter().map(|r| r["ordinal"].as_u64()).collect::<Vec<_>>(), [Some(n), Some(n + 1)]);
     let text = String::from_utf8(out).unwrap();
     let last = text.lines().last().unwrap();
-    assert!(last.starts_with(&format!("{{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\":{},", n + 1)), "{last}");
+    assert!(
+        last.starts_with(&format!("{{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\":{},", n + 1)),
+        "{last}"
+    );
     // The injected messages are known by their mark, not by their text.
     let history = new[0]["payload"]["replacement_history"].as_array().unwrap();
     let marked: Vec<&str> = history.iter().filter_map(|h| h["rivumi"].as_str()).collect();
     assert_eq!(marked, ["history_summary_fallback", "pressure_reminder", "reanchor"]);
     // Without ordinals in the input, none are written.
-    assert!(compact(CODEX, "codex", BUDGET).split(|&b| b == b'\n').all(|l| !l.starts_with(b"{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\"")));
+    assert!(compact(CODEX, "codex", BUDGET)
+        .split(|&b| b == b'\n')
+        .all(|l| !l.starts_with(b"{\"timestamp\":\"2026-08-03T10:48:56.000Z\",\"ordinal\"")));
     drop(dir);
 }
 
