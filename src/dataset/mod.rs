@@ -212,6 +212,18 @@ pub fn reads_through_view(text: &str) -> bool {
 
 /// Processes one dataset line (without its terminator).
 pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings) -> Result<LineOutcome> {
+    process_line_decided(text, file, line_no, settings, &mut None)
+}
+
+/// [`process_line`], and the decision taken for the line (left `None` for a blank or
+/// bad line).
+pub fn process_line_decided(
+    text: &str,
+    file: &Path,
+    line_no: usize,
+    settings: &Settings,
+    decision: &mut Option<crate::policy::Decision>,
+) -> Result<LineOutcome> {
     if text.trim().is_empty() {
         return Ok(LineOutcome::Unchanged);
     }
@@ -222,18 +234,29 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
                 Err(Error::Failed(m)) => return Err(Error::Failed(m)),
                 Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
             };
-            return Ok(
-                outcome(&done, file, line_no).unwrap_or_else(|| LineOutcome::Changed(splice(text, &spans, &done)))
-            );
+            let line =
+                outcome(&done, file, line_no).unwrap_or_else(|| LineOutcome::Changed(splice(text, &spans, &done)));
+            *decision = Some(done.plan.decision);
+            return Ok(line);
         }
     }
-    process_line_canonical(text, file, line_no, settings)
+    canonical_decided(text, file, line_no, settings, decision)
 }
 
 /// The reference path for one dataset line: the line as a `Value`, mapped to canonical
 /// records, read back and mapped again. Bad lines are worded here. [`process_line`]
 /// gives the same outcome (kept messages as raw bytes instead of re-serialized).
 pub fn process_line_canonical(text: &str, file: &Path, line_no: usize, settings: &Settings) -> Result<LineOutcome> {
+    canonical_decided(text, file, line_no, settings, &mut None)
+}
+
+fn canonical_decided(
+    text: &str,
+    file: &Path,
+    line_no: usize,
+    settings: &Settings,
+    decision: &mut Option<crate::policy::Decision>,
+) -> Result<LineOutcome> {
     if text.trim().is_empty() {
         return Ok(LineOutcome::Unchanged);
     }
@@ -254,6 +277,7 @@ pub fn process_line_canonical(text: &str, file: &Path, line_no: usize, settings:
         Err(Error::Failed(m)) => return Err(Error::Failed(m)),
         Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
     };
+    *decision = Some(done.plan.decision.clone());
     // An OpenHands row asked for as a chat line is converted even when nothing changed.
     let convert = settings.input_format == InputFormat::Openhands && settings.output_format == OutputFormat::Openai;
     match outcome(&done, file, line_no) {
