@@ -41,6 +41,28 @@ pub struct Config {
     #[serde(deserialize_with = "seconds")]
     pub summarizer_timeout_secs: u64,
     pub trigger: Trigger,
+    /// What the agent runner's fallback injects (all three by default): a dataset
+    /// builder may leave the reminder or the re-anchor block out of training lines.
+    pub inject: Vec<Inject>,
+}
+
+/// A record the agent runner's fallback may inject (`inject`, `--inject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inject {
+    /// The summary message in place of the removed history.
+    Summary,
+    /// The one-shot pressure reminder.
+    Reminder,
+    /// The re-anchor block.
+    Reanchor,
+}
+
+impl Config {
+    /// Whether the agent runner injects this record.
+    pub fn injects(&self, what: Inject) -> bool {
+        self.inject.contains(&what)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -148,6 +170,12 @@ pub struct Fallback {
     pub retain_last: usize,
     #[serde(deserialize_with = "count")]
     pub min_eligible: usize,
+    /// A size to fit (SPEC 4 extension, for datasets): the fallback keeps the newest
+    /// items that fit in N tokens together with the protected head and the injected
+    /// records (instead of `retain_last` of them), and applies to a transcript whose
+    /// estimate passes N even below the usage threshold.
+    #[serde(deserialize_with = "positive_opt")]
+    pub target_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -247,7 +275,7 @@ impl Default for Config {
             runtime: Runtime { kind: RuntimeKind::AgentRunner, native_compaction: false, context_window: None },
             task: Task::default(),
             threshold: Threshold(8500),
-            fallback: Fallback { protect_first: 2, retain_last: 4, min_eligible: 2 },
+            fallback: Fallback { protect_first: 2, retain_last: 4, min_eligible: 2, target_tokens: None },
             summary: Summary { preview_chars: 240, max_items: 40, max_chars: 8000 },
             checkpoint: Checkpoint { retain_turns: 2 },
             reanchor: Reanchor {
@@ -271,6 +299,7 @@ impl Default for Config {
                 limit_tokens: None,
                 estimator: Estimator::Rivumi,
             },
+            inject: vec![Inject::Summary, Inject::Reminder, Inject::Reanchor],
         }
     }
 }

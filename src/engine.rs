@@ -24,6 +24,10 @@ pub struct Settings {
     pub input_format: InputFormat,
     /// The format compacted transcripts are written in.
     pub output_format: crate::output::OutputFormat,
+    /// Dataset mode: leave bad lines out of the output instead of echoing them.
+    pub skip_bad_lines: bool,
+    /// Dataset mode: also write each bad line, with its number and error, to this file.
+    pub rejects: Option<PathBuf>,
     /// The profile laid between the defaults and the session (SPEC 12).
     profile: config::Profile,
     /// The configuration of a transcript without a session record (dataset lines),

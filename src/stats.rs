@@ -23,6 +23,34 @@ pub struct Stats {
     /// Estimated tokens removed from the history by fallbacks and checkpoints, net of
     /// the injected summaries.
     pub tokens_saved: i64,
+    /// Each transcript's estimate before and after compaction (for the percentiles).
+    #[serde(skip)]
+    sizes: Vec<(u64, u64)>,
+    /// Percentiles of the estimates of the transcripts, before and after.
+    pub percentiles: Percentiles,
+}
+
+/// Percentiles (nearest rank) of per-transcript token estimates.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Percentiles {
+    pub before: BTreeMap<&'static str, u64>,
+    pub after: BTreeMap<&'static str, u64>,
+}
+
+const RANKS: [(&str, u64); 5] = [("p50", 50), ("p90", 90), ("p99", 99), ("max", 100), ("min", 0)];
+
+fn ranks(mut v: Vec<u64>) -> BTreeMap<&'static str, u64> {
+    v.sort_unstable();
+    if v.is_empty() {
+        return BTreeMap::new();
+    }
+    RANKS
+        .iter()
+        .map(|&(name, p)| {
+            let k = (p as usize * v.len()).div_ceil(100).clamp(1, v.len()) - 1;
+            (name, v[k])
+        })
+        .collect()
 }
 
 impl Stats {
@@ -49,14 +77,27 @@ impl Stats {
             t.items.iter().filter_map(|i| i.usage()).fold(self.tokens_reported, |n, u| n.saturating_add(u.size()));
         self.tokens_estimated += done.plan.tokens_estimated;
         *self.actions.entry(done.plan.decision.action.as_str()).or_default() += 1;
+        let mut saved_here = 0i64;
         for e in done.plan.journal.events() {
             if e["event"] == crate::policy::Event::HistoryFallbackApplied.as_str() {
-                self.tokens_saved += saved(e, "tokens_before", "tokens_after");
+                saved_here += saved(e, "tokens_before", "tokens_after");
             }
             if e["event"] == crate::policy::Event::CheckpointCreated.as_str() {
-                self.tokens_saved += saved(e, "occupancy_before", "occupancy_after");
+                saved_here += saved(e, "occupancy_before", "occupancy_after");
             }
         }
+        self.tokens_saved += saved_here;
+        let before = done.plan.tokens_estimated;
+        self.sizes.push((before, before.saturating_add_signed(-saved_here)));
+    }
+
+    /// The totals with their percentiles worked out.
+    pub fn finish(mut self) -> Self {
+        self.percentiles = Percentiles {
+            before: ranks(self.sizes.iter().map(|s| s.0).collect()),
+            after: ranks(self.sizes.iter().map(|s| s.1).collect()),
+        };
+        self
     }
 
     /// Adds another set of totals.
@@ -67,6 +108,7 @@ impl Stats {
         self.tokens_reported = self.tokens_reported.saturating_add(other.tokens_reported);
         self.tokens_estimated += other.tokens_estimated;
         self.tokens_saved += other.tokens_saved;
+        self.sizes.extend(other.sizes);
         for (a, n) in other.actions {
             *self.actions.entry(a).or_default() += n;
         }
@@ -85,6 +127,12 @@ impl Stats {
         .into_iter()
         .chain(self.actions.iter().map(|(a, n)| (format!("action {a}"), n.to_string())))
         .chain([("tokens saved".to_string(), self.tokens_saved.to_string())])
+        .chain(["before", "after"].into_iter().flat_map(|when| {
+            let p = if when == "before" { &self.percentiles.before } else { &self.percentiles.after };
+            ["min", "p50", "p90", "p99", "max"]
+                .into_iter()
+                .filter_map(move |r| Some((format!("tokens {when} {r}"), p.get(r)?.to_string())))
+        }))
         .collect();
         for (k, v) in rows {
             let _ = writeln!(out, "{k:<36} {v:>14}");

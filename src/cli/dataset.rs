@@ -15,7 +15,20 @@ use std::path::Path;
 struct Counts {
     lines: usize,
     changed: usize,
+    /// Changed lines that came out shorter than they went in.
+    shortened: usize,
+    blank: usize,
     bad: usize,
+}
+
+impl Counts {
+    fn add(&mut self, other: &Counts) {
+        self.lines += other.lines;
+        self.changed += other.changed;
+        self.shortened += other.shortened;
+        self.blank += other.blank;
+        self.bad += other.bad;
+    }
 }
 
 /// Runs dataset mode over the inputs: stdout for one input, else `DIR/<name>/transcript.jsonl`.
@@ -24,13 +37,19 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
     let threads = jobs.max(1);
     let mut total = Counts::default();
     let mut failed = Vec::new();
-    for input in inputs {
-        match one(input, settings, out_dir, threads, w) {
-            Ok(Some(counts)) => {
-                total.lines += counts.lines;
-                total.changed += counts.changed;
-                total.bad += counts.bad;
+    let mut rejects: Rejects = match &settings.rejects {
+        None => None,
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some(io::BufWriter::new(f)),
+            Err(e) => {
+                crate::ui::error(&Error::write(path, e).to_string());
+                return Exit::Failed;
             }
+        },
+    };
+    for input in inputs {
+        match one(input, settings, out_dir, threads, w, &mut rejects) {
+            Ok(Some(counts)) => total.add(&counts),
             // A reader that closed stdout early (`head`) is not an error.
             Ok(None) => return Exit::Ok,
             Err(e) => {
@@ -39,11 +58,21 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
             }
         }
     }
+    if let (Some(r), Some(path)) = (rejects.as_mut(), &settings.rejects) {
+        if let Err(e) = r.flush() {
+            crate::ui::error(&Error::write(path, e).to_string());
+            failed.push(Exit::Failed);
+        }
+    }
+    // Rows are the lines that are not blank, as `validate` and `stats` count them.
+    let rows = total.lines - total.blank;
+    let blank = if total.blank > 0 { format!(" (and {} blank line(s))", total.blank) } else { String::new() };
+    let what = if settings.skip_bad_lines { "bad, left out" } else { "bad, echoed" };
     crate::ui::note(&format!(
-        "{} line(s): {} compacted, {} unchanged, {} bad",
-        total.lines,
-        total.changed,
-        total.lines - total.changed - total.bad,
+        "{rows} row(s){blank}: {} shortened, {} changed but not shorter, {} unchanged, {} {what}",
+        total.shortened,
+        total.changed - total.shortened,
+        rows - total.changed - total.bad,
         total.bad
     ));
     match failed[..] {
@@ -61,12 +90,13 @@ fn one(
     out_dir: Option<&OutDir>,
     threads: usize,
     w: &mut dyn Write,
+    rejects: &mut Rejects,
 ) -> Result<Option<Counts>> {
     let opened = input.open()?;
     let size = opened.size();
     let reader = opened.into_reader();
     let Some(out) = out_dir else {
-        let streamed = stream(reader, w, &input.path, settings, threads, size)
+        let streamed = stream(reader, w, &input.path, settings, threads, size, rejects)
             .and_then(|c| w.flush().map(|()| c).map_err(Stop::Write));
         return match streamed {
             Ok(c) => Ok(Some(c)),
@@ -77,7 +107,7 @@ fn one(
     };
     let (mut counts, mut input_error, mut reader) = (None, None, Some(reader));
     let written = out.write_folder(&input.out_name, &["transcript.jsonl"], |_, w| {
-        match stream(reader.take().expect("one file"), w, &input.path, settings, threads, size) {
+        match stream(reader.take().expect("one file"), w, &input.path, settings, threads, size, rejects) {
             Ok(c) => {
                 counts = Some(c);
                 Ok(())
@@ -95,6 +125,10 @@ fn one(
     written?;
     Ok(Some(counts.unwrap_or_default()))
 }
+
+/// Where bad lines go besides stderr (`--rejects FILE`): one JSON object a line, with
+/// the line's number, the error and its text.
+type Rejects = Option<io::BufWriter<std::fs::File>>;
 
 /// Why streaming stopped: the output could not be written, or the input (or a user's
 /// hook) failed. Kept apart so a closed stdout is recognised by its kind.
@@ -147,6 +181,7 @@ fn stream(
     settings: &Settings,
     threads: usize,
     size: Option<u64>,
+    rejects: &mut Rejects,
 ) -> std::result::Result<Counts, Stop> {
     let progress = Progress::new(size);
     let mut blocks = BlockReader::new(reader, file, block_size(size, threads));
@@ -156,7 +191,7 @@ fn stream(
         while let Some(block) = blocks.next(std::mem::take(&mut spent)) {
             let block = block?;
             piece.fill(&block, file, settings);
-            write_block(&block, &piece, w, &mut counts, &progress)?;
+            write_block(&block, &piece, w, &mut counts, &progress, rejects)?;
             spent = block.bytes;
         }
         progress.finish();
@@ -193,7 +228,7 @@ fn stream(
                 progress.finish();
                 return Ok(counts);
             };
-            write_block(&block, &piece, w, &mut counts, &progress)?;
+            write_block(&block, &piece, w, &mut counts, &progress, rejects)?;
             let _ = free_tx.send((block.bytes, piece));
         }
     }
@@ -267,12 +302,20 @@ fn write_block(
     w: &mut dyn Write,
     counts: &mut Counts,
     progress: &Progress,
+    rejects: &mut Rejects,
 ) -> std::result::Result<(), Stop> {
     counts.lines += out.lines;
     counts.changed += out.changed;
+    counts.shortened += out.shortened;
+    counts.blank += out.blank;
     counts.bad += out.bad.len();
-    for message in &out.bad {
+    for (n, message, range) in &out.bad {
         progress.suspend(|| crate::ui::error(message));
+        if let Some(r) = rejects {
+            let text = range.as_ref().map(|range| String::from_utf8_lossy(strip_terminator(&block.data()[range.clone()])));
+            let line = serde_json::json!({"line": n, "error": message, "text": text});
+            writeln!(r, "{line}").map_err(Stop::Write)?;
+        }
     }
     out.write(block, w).map_err(Stop::Write)?;
     if let Some(e) = &out.failed {
@@ -291,7 +334,11 @@ struct Piece {
     parts: Vec<Part>,
     lines: usize,
     changed: usize,
-    bad: Vec<String>,
+    shortened: usize,
+    blank: usize,
+    /// The bad lines: number, message, and where the line is in the block (`None`: a
+    /// line too long to hold).
+    bad: Vec<(usize, String, Option<std::ops::Range<usize>>)>,
     failed: Option<String>,
 }
 
@@ -307,7 +354,7 @@ impl Piece {
         self.bytes.clear();
         self.parts.clear();
         self.bad.clear();
-        (self.lines, self.changed, self.failed) = (0, 0, None);
+        (self.lines, self.changed, self.shortened, self.blank, self.failed) = (0, 0, 0, 0, None);
         let limit = crate::source::max_input_bytes();
         for (k, range) in split_lines(block.data()).into_iter().enumerate() {
             let n = block.first_line + k;
@@ -315,14 +362,17 @@ impl Piece {
             if block.oversized || strip_terminator(raw).len() as u64 > limit {
                 // Not held, not echoed: an empty line keeps the lines matched.
                 self.lines += 1;
-                self.bad.push(format!(
+                let message = format!(
                     "{}:{n}:1: a line longer than {limit} bytes, the most this tool holds for one line \
                      (set RIVUMI_MAX_INPUT_BYTES to change it): an empty line is written in its place",
                     file.display()
-                ));
-                let start = self.bytes.len();
-                self.bytes.push(b'\n');
-                self.parts.push(Part::Own(start..self.bytes.len()));
+                );
+                self.bad.push((n, message, None));
+                if !settings.skip_bad_lines {
+                    let start = self.bytes.len();
+                    self.bytes.push(b'\n');
+                    self.parts.push(Part::Own(start..self.bytes.len()));
+                }
                 continue;
             }
             let outcome = match crate::dataset::line_text(raw, n) {
@@ -334,9 +384,13 @@ impl Piece {
             // A byte-order mark before the first line stays before it.
             let bom = if n == 1 && raw.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
             self.lines += 1;
+            if strip_terminator(raw).iter().all(u8::is_ascii_whitespace) {
+                self.blank += 1;
+            }
             match outcome {
                 Ok(LineOutcome::Changed(line)) => {
                     self.changed += 1;
+                    self.shortened += usize::from(line.len() < strip_terminator(raw).len() - bom);
                     let start = self.bytes.len();
                     self.bytes.extend_from_slice(&raw[..bom]);
                     self.bytes.extend_from_slice(line.as_bytes());
@@ -345,8 +399,10 @@ impl Piece {
                 }
                 Ok(LineOutcome::Unchanged) => self.keep(range.clone()),
                 Ok(LineOutcome::Bad(message)) => {
-                    self.bad.push(message);
-                    self.keep(range.clone());
+                    self.bad.push((n, message, Some(range.clone())));
+                    if !settings.skip_bad_lines {
+                        self.keep(range.clone());
+                    }
                 }
                 Err(e) => {
                     self.lines -= 1;

@@ -162,6 +162,13 @@ pub enum Emit {
     Journal,
 }
 
+/// What dataset mode does with a line it cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BadLines {
+    Keep,
+    Skip,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Transcript files, directories, globs, or `-` for stdin
@@ -182,6 +189,13 @@ pub struct RunArgs {
     /// Write what would go to stdout into FILE instead (atomically)
     #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
     pub out: Option<PathBuf>,
+    /// Dataset mode: what to do with a line that cannot be read: keep (echo it unchanged,
+    /// so lines stay matched) or skip (leave it out)
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = BadLines::Keep)]
+    pub bad_lines: BadLines,
+    /// Dataset mode: also write each bad line to FILE (JSON Lines: line, error, text)
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<PathBuf>,
     /// Files (or dataset lines) processed in parallel (0: one per core; 1: a dataset is read, compacted and written on one thread)
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     pub jobs: usize,
@@ -348,6 +362,14 @@ pub struct PolicyArgs {
     /// figure (Codex's configured auto_compact_token_limit) [trigger.limit_tokens]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub trigger_limit: Option<u64>,
+    /// Agent runner: keep the newest items that fit in N tokens with the head and the injected
+    /// records, and compact any transcript larger than N [fallback.target_tokens]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub target_tokens: Option<u64>,
+    /// What the agent runner injects: summary, reminder, reanchor; repeatable (the flags
+    /// replace the default of all three) [inject]
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub inject: Vec<crate::config::Inject>,
     /// Task budget in tokens [task.max_total_tokens]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_total_tokens: Option<u64>,
@@ -444,6 +466,12 @@ impl PolicyArgs {
         }
         if p.native_compaction || p.no_native_compaction {
             set_key(&mut layer, "runtime.native_compaction", json!(p.native_compaction));
+        }
+        if let Some(n) = p.target_tokens {
+            set_key(&mut layer, "fallback.target_tokens", json!(n));
+        }
+        if !p.inject.is_empty() {
+            set_key(&mut layer, "inject", json!(p.inject));
         }
         if let Some(n) = p.trigger_limit {
             set_key(&mut layer, "trigger.limit_tokens", json!(n));

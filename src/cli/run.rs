@@ -14,7 +14,12 @@ use std::path::{Path, PathBuf};
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let mut settings = settings(&args.policy, Some(&args.actions), args.dry_run)?;
     settings.output_format = args.output_format;
+    settings.skip_bad_lines = args.bad_lines == super::BadLines::Skip;
+    settings.rejects.clone_from(&args.rejects);
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
+    if let Some(r) = &args.rejects {
+        output::refuse_input(r, &real_paths(&inputs), "--rejects")?;
+    }
     let Some(file) = &args.out else {
         let stdout = io::stdout();
         let mut w = io::BufWriter::with_capacity(1 << 20, stdout.lock());

@@ -41,6 +41,7 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
         }
         true
     });
+    let total = total.finish();
     let text = if args.json {
         let mut s = serde_json::to_string_pretty(&total).expect("json");
         s.push('\n');

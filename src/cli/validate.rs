@@ -14,6 +14,7 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
     let mut all = Vec::new();
     let mut unreadable = false;
     let mut transcripts = 0;
+    let mut rows_seen = false;
     for input in &inputs {
         let dataset = inputs::dataset_format(args.input_format, std::slice::from_ref(input));
         if let Some(format) = dataset {
@@ -21,6 +22,7 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
                 Ok((found, rows)) => {
                     all.extend(found);
                     transcripts += rows;
+                    rows_seen = true;
                 }
                 Err(e) => {
                     unreadable = true;
@@ -77,7 +79,9 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
             .iter()
             .map(|v| format!("{}:{}: {}: {}\n", ui::escape(&v.file), v.line, v.code, ui::escape(&v.message)))
             .collect();
-        s.push_str(&format!("{} violation(s) in {transcripts} transcript(s)\n", all.len()));
+        // A dataset's rows are its non-blank lines, as `run` and `stats` count them.
+        let what = if rows_seen { "row(s)" } else { "transcript(s)" };
+        s.push_str(&format!("{} violation(s) in {transcripts} {what}\n", all.len()));
         s
     };
     stdout_write(|w| w.write_all(text.as_bytes()))?;

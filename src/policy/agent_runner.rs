@@ -4,7 +4,7 @@
 
 use super::{base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Journal, Options};
 use super::{cumulative_usage, reaches, PressurePath, Proposal, Reason, ReasonCode, Replacement};
-use crate::config::Config;
+use crate::config::{Config, Inject};
 use crate::render;
 use crate::transcript::{Synthetic, Transcript};
 use serde_json::{json, Map};
@@ -27,7 +27,8 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
         )),
         Some(_) => {}
     }
-    if fired {
+    let remind = cfg.injects(Inject::Reminder);
+    if fired && remind {
         if t.items.iter().any(|i| i.is_synthetic(Synthetic::PressureReminder)) {
             p.plan.decision.reasons.push(Reason::new(
                 ReasonCode::ReminderAlreadyInjected,
@@ -43,25 +44,35 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
             p.plan.journal.push(Event::PressureReminderInjected, json!({"used": fig.tokens, "limit": l}));
         }
     }
-    if fired || opts.manual {
-        if let Some(summary) = fallback::propose(t, cfg, est, &mut p.plan.decision.reasons) {
+    // A size to fit: a transcript larger than it is compacted whatever its usage.
+    let over_target = cfg.fallback.target_tokens.is_some_and(|n| est.iter().sum::<u64>() > n);
+    if fired || opts.manual || over_target {
+        let reanchor = cfg.injects(Inject::Reanchor).then(|| {
             let mut facts = crate::reanchor::gather(t, cfg);
             facts.used = Some(fig.tokens);
-            let text = render::render_reanchor(&facts, false, cfg.reanchor.max_entries, cfg.reanchor.max_chars);
+            render::render_reanchor(&facts, false, cfg.reanchor.max_entries, cfg.reanchor.max_chars)
+        });
+        let count = |s: &str| crate::tokens::count_text(s, cfg.tokenizer);
+        let reminder = p.reminder.as_ref().map_or(0, |r| count(r));
+        let appended = reminder + reanchor.as_deref().map_or(0, count);
+        if let Some(summary) = fallback::propose(t, cfg, est, &mut p.plan.decision.reasons, appended) {
             let mut journal = Journal::default();
             journal.push(Event::HistoryFallbackApplied, summary.event);
-            journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::AgentRunner.as_str()}));
+            if reanchor.is_some() {
+                journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::AgentRunner.as_str()}));
+            }
+            let with_summary = cfg.injects(Inject::Summary);
             p.compaction = Some(Compaction {
                 removed: summary.removed,
-                replacement: Some(Replacement::Record(summary.at, summary.record)),
-                appended: vec![injected::reanchor(t, &text, PressurePath::AgentRunner)],
+                replacement: with_summary.then_some(Replacement::Record(summary.at, summary.record)),
+                appended: reanchor.iter().map(|text| injected::reanchor(t, text, PressurePath::AgentRunner)).collect(),
                 journal,
-                summary_text: Some(summary.text),
-                reanchor_text: Some(text),
+                summary_text: with_summary.then_some(summary.text),
+                reanchor_text: reanchor.clone(),
                 what: "fallback",
             });
             let d = &mut p.plan.decision;
-            (d.action, d.fallback_applied, d.reanchor_injected) = (Action::HistoryFallback, true, true);
+            (d.action, d.fallback_applied, d.reanchor_injected) = (Action::HistoryFallback, true, reanchor.is_some());
         }
     }
     p

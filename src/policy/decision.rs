@@ -129,6 +129,8 @@ reason_codes! {
         "fewer eligible items than fallback.min_eligible after extending the boundary";
     DeniedByHook => "denied_by_hook", "the pre-compact hook denied the compaction";
     CheckpointRefused => "checkpoint_refused", "a local checkpoint would break its invariants";
+    TargetUnreachable => "target_unreachable",
+        "fallback.target_tokens is smaller than the protected head and the injected records";
 }
 
 impl Serialize for ReasonCode {

@@ -19,8 +19,16 @@ pub(super) struct Summary {
     pub event: Value,
 }
 
-/// The fallback, when it applies; otherwise the reason it does not.
-pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], reasons: &mut Vec<Reason>) -> Option<Summary> {
+/// The fallback, when it applies; otherwise the reason it does not. `appended` is the
+/// estimate of the records appended with it (the reminder, the re-anchor block): a
+/// size to fit (`fallback.target_tokens`) counts them.
+pub(super) fn propose(
+    t: &Transcript<'_>,
+    cfg: &Config,
+    est: &[u64],
+    reasons: &mut Vec<Reason>,
+    appended: u64,
+) -> Option<Summary> {
     if t.items.iter().any(|i| i.is_synthetic(Synthetic::HistorySummaryFallback)) {
         reasons.push(Reason::new(
             ReasonCode::FallbackAlreadyApplied,
@@ -30,7 +38,21 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], reasons: &m
     }
     let f = &cfg.fallback;
     let inputs = t.history_items(super::context_start(t));
-    let b = boundary(t, &inputs, f.protect_first, f.retain_last);
+    let (b, fitted) = match f.target_tokens {
+        Some(target) => match fit(t, &inputs, cfg, est, appended, target) {
+            Ok(found) => found,
+            Err(least) => {
+                reasons.push(Reason::new(
+                    ReasonCode::TargetUnreachable,
+                    format!(
+                        "the protected head and the injected records alone come to {least} tokens, over the target of {target}"
+                    ),
+                ));
+                return None;
+            }
+        },
+        None => (boundary(t, &inputs, f.protect_first, f.retain_last), None),
+    };
     let eligible = &inputs[b.eligible()];
     if eligible.len() < f.min_eligible.max(1) {
         reasons.push(Reason::new(
@@ -45,7 +67,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], reasons: &m
         ));
         return None;
     }
-    let text = summary_text(t, eligible, cfg);
+    let text = fitted.unwrap_or_else(|| summary_text(t, eligible, cfg));
     let mut own = Map::new();
     own.insert("summarized".into(), Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()));
     own.insert("summarized_usage".into(), summarized_usage(t, eligible, est));
@@ -59,9 +81,68 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], reasons: &m
     Some(Summary { removed: eligible.to_vec(), at: t.items[last].record, record, text, event })
 }
 
+/// The boundary that keeps the newest history fitting in `target` tokens with the
+/// protected head, the records that are not history, the summary and `appended`; with
+/// the summary it needs. `Err`: the least the context can come to (the head and the
+/// injected records alone), when that passes the target.
+fn fit(
+    t: &Transcript<'_>,
+    inputs: &[usize],
+    cfg: &Config,
+    est: &[u64],
+    appended: u64,
+    target: u64,
+) -> Result<(super::Boundary, Option<String>), u64> {
+    let f = &cfg.fallback;
+    let mut is_history = vec![false; t.items.len()];
+    for &i in inputs {
+        is_history[i] = true;
+    }
+    // What stays whatever the boundary: instructions, earlier injected records.
+    let start = super::context_start(t);
+    let fixed: u64 = (start..t.items.len()).filter(|&i| !is_history[i]).map(|i| est[i]).sum::<u64>() + appended;
+    let mut retain = inputs.len().saturating_sub(f.protect_first);
+    loop {
+        let b = boundary(t, inputs, f.protect_first, retain);
+        let eligible = &inputs[b.eligible()];
+        let kept: u64 = inputs[..b.protected_end].iter().chain(&inputs[b.retained_start..]).map(|&i| est[i]).sum();
+        // The summary is bounded by the room left (its header is never cut: the oldest
+        // lines give way first, as under summary.max_chars).
+        let room = target.saturating_sub(fixed + kept);
+        let bounds = crate::config::Summary {
+            max_chars: cfg.summary.max_chars.min(usize::try_from(room.saturating_mul(4)).unwrap_or(usize::MAX).max(1)),
+            ..cfg.summary.clone()
+        };
+        let text = (!eligible.is_empty()).then(|| summary_within(t, eligible, &bounds));
+        let summary = text.as_deref().map_or(0, |s| tokens::count_text(s, cfg.tokenizer));
+        let total = fixed + kept + summary;
+        if total <= target {
+            return Ok((b, text));
+        }
+        if retain == 0 {
+            return Err(total);
+        }
+        // Give up at least as many of the oldest retained items as the excess needs.
+        let mut excess = total - target;
+        let mut drop = 0;
+        for &i in &inputs[b.retained_start..] {
+            if excess == 0 || drop >= retain {
+                break;
+            }
+            excess = excess.saturating_sub(est[i]);
+            drop += 1;
+        }
+        retain -= drop.max(1);
+    }
+}
+
 /// The summary of `items`; only the lines that can be shown are decoded.
 pub(super) fn summary_text(t: &Transcript<'_>, items: &[usize], cfg: &Config) -> String {
-    let s = &cfg.summary;
+    summary_within(t, items, &cfg.summary)
+}
+
+/// [`summary_text`] under these bounds.
+fn summary_within(t: &Transcript<'_>, items: &[usize], s: &crate::config::Summary) -> String {
     let shown = items.len().min(s.max_items);
     let older = items.len() - shown;
     let items = &items[older..];

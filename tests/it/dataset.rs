@@ -23,7 +23,7 @@ fn every_line_gives_one_line_in_order() {
     assert_eq!(inp[2], outp[2], "a bad line is echoed unchanged");
     assert_eq!(inp[3], outp[3]);
     assert!(stderr(&o).contains("conversations.jsonl:3:46: EOF while parsing a string\n"), "{}", stderr(&o));
-    assert!(stderr(&o).ends_with("4 line(s): 1 compacted, 2 unchanged, 1 bad\n"), "{}", stderr(&o));
+    assert!(stderr(&o).ends_with("4 row(s): 0 shortened, 1 changed but not shorter, 2 unchanged, 1 bad, echoed\n"), "{}", stderr(&o));
 }
 
 #[test]
@@ -66,7 +66,7 @@ fn an_openhands_evaluation_output_is_a_dataset_of_instances() {
             o["history"].as_array().unwrap().iter().filter(|e| e.get("rivumi").is_none()).collect();
         assert!(kept.iter().all(|e| i["history"].as_array().unwrap().contains(e)), "kept events are unchanged");
     }
-    assert!(stderr(&o).ends_with("2 line(s): 2 compacted, 0 unchanged, 0 bad\n"), "{}", stderr(&o));
+    assert!(stderr(&o).ends_with("2 row(s): 0 shortened, 2 changed but not shorter, 0 unchanged, 0 bad, echoed\n"), "{}", stderr(&o));
     let again = cmd().args(["run", "-", "--max-total-tokens", "20000"]).write_stdin(out.clone()).output().unwrap();
     assert_eq!(stdout(&again), out, "a second run is a no-op");
 }
@@ -112,7 +112,7 @@ fn validate_names_the_message_of_a_row() {
         out.contains("-:1: result_without_call: message 1: ") && out.contains("-:2: result_without_call: message 1: "),
         "{out}"
     );
-    assert!(out.ends_with("2 violation(s) in 2 transcript(s)\n"), "{out}");
+    assert!(out.ends_with("2 violation(s) in 2 row(s)\n"), "{out}");
 }
 
 /// Checks one OpenAI chat line: roles, calls with JSON-string arguments, results that
