@@ -24,6 +24,8 @@ pub struct Settings {
     pub input_format: InputFormat,
     /// The format compacted transcripts are written in.
     pub output_format: crate::output::OutputFormat,
+    /// `--output-format openai`: each line says where it comes from (under `rivumi`).
+    pub provenance: bool,
     /// Dataset mode: leave bad lines out of the output instead of echoing them.
     pub skip_bad_lines: bool,
     /// Dataset mode: also write each bad line, with its number and error, to this file.
@@ -170,6 +172,8 @@ pub struct Processed<'a> {
     pub warnings: Vec<String>,
     /// The format the transcript is written in.
     pub output_format: crate::output::OutputFormat,
+    /// Whether a chat line says where it comes from.
+    pub provenance: bool,
     /// The input as read and its format, kept when the transcript is written back in
     /// the agent's own format (`--output-format claude-code|codex`).
     pub original: Option<(crate::formats::InputFormat, std::sync::Arc<[u8]>)>,
@@ -251,6 +255,7 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
         plan,
         warnings,
         output_format,
+        provenance: settings.provenance,
         original: None,
     })
 }

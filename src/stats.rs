@@ -92,6 +92,7 @@ impl Stats {
     }
 
     /// The totals with their percentiles worked out.
+    #[must_use]
     pub fn finish(mut self) -> Self {
         self.percentiles = Percentiles {
             before: ranks(self.sizes.iter().map(|s| s.0).collect()),

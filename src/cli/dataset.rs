@@ -312,7 +312,8 @@ fn write_block(
     for (n, message, range) in &out.bad {
         progress.suspend(|| crate::ui::error(message));
         if let Some(r) = rejects {
-            let text = range.as_ref().map(|range| String::from_utf8_lossy(strip_terminator(&block.data()[range.clone()])));
+            let text =
+                range.as_ref().map(|range| String::from_utf8_lossy(strip_terminator(&block.data()[range.clone()])));
             let line = serde_json::json!({"line": n, "error": message, "text": text});
             writeln!(r, "{line}").map_err(Stop::Write)?;
         }

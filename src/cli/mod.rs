@@ -189,6 +189,10 @@ pub struct RunArgs {
     /// Write what would go to stdout into FILE instead (atomically)
     #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
     pub out: Option<PathBuf>,
+    /// With --output-format openai: add to each line where it comes from and what was done
+    /// (source, session, model, action, tokens before and after) under the key `rivumi`
+    #[arg(long)]
+    pub provenance: bool,
     /// Dataset mode: what to do with a line that cannot be read: keep (echo it unchanged,
     /// so lines stay matched) or skip (leave it out)
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = BadLines::Keep)]

@@ -15,6 +15,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let mut settings = settings(&args.policy, Some(&args.actions), args.dry_run)?;
     settings.output_format = args.output_format;
     settings.skip_bad_lines = args.bad_lines == super::BadLines::Skip;
+    settings.provenance = args.provenance;
     settings.rejects.clone_from(&args.rejects);
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
     if let Some(r) = &args.rejects {

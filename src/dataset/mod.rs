@@ -54,7 +54,33 @@ pub fn chat_line(done: &Processed<'_>) -> String {
             Step::Injected(r) => is_message(r).then(|| chat_message_text(r)),
         })
         .collect();
-    format!("{{\"messages\":[{}]}}", messages.join(","))
+    if !done.provenance {
+        return format!("{{\"messages\":[{}]}}", messages.join(","));
+    }
+    format!("{{\"messages\":[{}],\"rivumi\":{}}}", messages.join(","), provenance(done))
+}
+
+/// Where a chat line comes from and what was done to it, under the one key chat-format
+/// loaders ignore (`rivumi`): the source file, the session id and model it names, the
+/// action, and the estimated tokens of the history before and after.
+pub fn provenance(done: &Processed<'_>) -> Value {
+    let t = &done.transcript;
+    let session = t.session.as_ref();
+    let get = |k: &str| session.and_then(|s| s.get(k)).cloned().unwrap_or(Value::Null);
+    let before = done.plan.tokens_estimated;
+    let saved: i64 = done
+        .plan
+        .journal
+        .of(crate::policy::Event::HistoryFallbackApplied)
+        .chain(done.plan.journal.of(crate::policy::Event::CheckpointCreated))
+        .map(|e| {
+            let n = |k: &str| e[k].as_i64().unwrap_or(0);
+            n("tokens_before").max(n("occupancy_before")) - n("tokens_after").max(n("occupancy_after"))
+        })
+        .sum();
+    json!({"source": done.transcript_name.display().to_string(), "session": get("id"), "model": get("model"),
+        "input_format": done.plan.decision.input_format, "action": done.plan.decision.action,
+        "tokens_before": before, "tokens_after": before.saturating_add_signed(-saved)})
 }
 
 /// One canonical item as a chat message.

@@ -1,7 +1,7 @@
 //! Dataset mode (`openai`): one output line per input line, in order; bad lines echoed
 //! and reported; a second run changes nothing.
 
-use crate::support::{cmd, run, stderr, stdout};
+use crate::support::{cmd, path_str, run, stderr, stdout};
 
 const DATA: &str = "testdata/dataset/conversations.jsonl";
 
@@ -23,7 +23,11 @@ fn every_line_gives_one_line_in_order() {
     assert_eq!(inp[2], outp[2], "a bad line is echoed unchanged");
     assert_eq!(inp[3], outp[3]);
     assert!(stderr(&o).contains("conversations.jsonl:3:46: EOF while parsing a string\n"), "{}", stderr(&o));
-    assert!(stderr(&o).ends_with("4 row(s): 0 shortened, 1 changed but not shorter, 2 unchanged, 1 bad, echoed\n"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).ends_with("4 row(s): 0 shortened, 1 changed but not shorter, 2 unchanged, 1 bad, echoed\n"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -66,7 +70,11 @@ fn an_openhands_evaluation_output_is_a_dataset_of_instances() {
             o["history"].as_array().unwrap().iter().filter(|e| e.get("rivumi").is_none()).collect();
         assert!(kept.iter().all(|e| i["history"].as_array().unwrap().contains(e)), "kept events are unchanged");
     }
-    assert!(stderr(&o).ends_with("2 row(s): 0 shortened, 2 changed but not shorter, 0 unchanged, 0 bad, echoed\n"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).ends_with("2 row(s): 0 shortened, 2 changed but not shorter, 0 unchanged, 0 bad, echoed\n"),
+        "{}",
+        stderr(&o)
+    );
     let again = cmd().args(["run", "-", "--max-total-tokens", "20000"]).write_stdin(out.clone()).output().unwrap();
     assert_eq!(stdout(&again), out, "a second run is a no-op");
 }
@@ -285,4 +293,143 @@ fn a_dataset_of_many_blocks_keeps_its_order() {
     }
     assert!(changed > 500 && changed < 2500, "{changed} lines compacted: both kinds are in the file");
     drop(dir);
+}
+
+/// A long conversation with tool calls, as one dataset line.
+fn long_row(calls: usize, output: usize) -> String {
+    let mut msgs = vec![
+        serde_json::json!({"role": "system", "content": "You are a coding agent."}),
+        serde_json::json!({"role": "user", "content": "Fix the bug."}),
+    ];
+    for s in 0..calls {
+        msgs.push(serde_json::json!({"role": "assistant", "content": format!("Step {s}."), "tool_calls": [
+            {"id": format!("c{s}"), "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\":\"pytest t{s}.py\"}}")}}]}));
+        msgs.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{s}"), "content": "x".repeat(output)}));
+    }
+    msgs.push(serde_json::json!({"role": "assistant", "content": "Done."}));
+    serde_json::json!({"messages": msgs}).to_string()
+}
+
+/// The estimate of a dataset's rows, one per line, from `stats --json`.
+fn row_sizes(data: &str) -> Vec<u64> {
+    data.lines()
+        .map(|l| {
+            let o = cmd().args(["stats", "--json", "-"]).write_stdin(format!("{l}\n")).output().unwrap();
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["tokens_estimated"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_target_size_keeps_the_newest_items_that_fit() {
+    let data: String =
+        [long_row(30, 1500), long_row(10, 100), long_row(60, 800)].iter().map(|r| format!("{r}\n")).collect();
+    for target in [16000u64, 4000, 1000] {
+        let o = cmd()
+            .args(["run", "-", "--target-tokens", &target.to_string()])
+            .write_stdin(data.clone())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert_eq!(out.lines().count(), 3);
+        for (size, line) in row_sizes(&out).iter().zip(out.lines()) {
+            assert!(*size <= target, "target {target}: a row of {size} tokens: {}", &line[..200.min(line.len())]);
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let m = v["messages"].as_array().unwrap();
+            assert_eq!(m[1]["content"], "Fix the bug.", "the head is protected");
+            // Calls keep their results: every tool message answers a call kept before it.
+            let mut calls = std::collections::HashSet::new();
+            for msg in m {
+                for c in msg["tool_calls"].as_array().into_iter().flatten() {
+                    calls.insert(c["id"].as_str().unwrap().to_string());
+                }
+                if msg["role"] == "tool" {
+                    assert!(calls.contains(msg["tool_call_id"].as_str().unwrap()), "{msg}");
+                }
+            }
+        }
+        // A row already within the target is unchanged.
+        assert_eq!(out.lines().nth(1).unwrap(), data.lines().nth(1).unwrap(), "target {target}");
+    }
+    // Too small a target: said plainly, the row unchanged.
+    let o = cmd()
+        .args(["decide", "-", "--line", "1", "--target-tokens", "200"])
+        .write_stdin(data.clone())
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&o).contains("target_unreachable: the protected head and the injected records alone come to"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn the_builder_chooses_what_is_injected_and_counts_say_shortened() {
+    let data = format!("{}\n", long_row(30, 1500));
+    let o = cmd()
+        .args(["run", "-", "--target-tokens", "4000", "--inject", "summary"])
+        .write_stdin(data.clone())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let names: Vec<&str> = v["messages"].as_array().unwrap().iter().filter_map(|m| m["name"].as_str()).collect();
+    assert_eq!(names, ["rivumi-history_summary_fallback"], "no reminder, no re-anchor");
+    assert!(
+        stderr(&o).contains("1 row(s): 1 shortened, 0 changed but not shorter, 0 unchanged, 0 bad"),
+        "{}",
+        stderr(&o)
+    );
+    // A reminder alone makes a row longer: not counted as shortened.
+    let short = r#"{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","usage":{"prompt_tokens":900,"completion_tokens":10}}]}"#;
+    let o = cmd().args(["run", "-", "--max-total-tokens", "500"]).write_stdin(format!("{short}\n")).output().unwrap();
+    assert!(stderr(&o).contains("1 row(s): 0 shortened, 1 changed but not shorter"), "{}", stderr(&o));
+}
+
+#[test]
+fn chat_lines_can_say_where_they_come_from() {
+    let o = run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--output-format", "openai", "--provenance"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let p = &v["rivumi"];
+    assert_eq!(p["source"], "testdata/cases/fallback-applied/input.jsonl");
+    assert_eq!((p["session"].as_str(), p["action"].as_str()), (Some("s-fallback"), Some("history_fallback")));
+    // The figures are the fallback's own (this short session comes out longer).
+    let journal = stdout(&run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--emit", "journal"]));
+    let applied: serde_json::Value =
+        serde_json::from_str(journal.lines().find(|l| l.contains("history_fallback_applied")).unwrap()).unwrap();
+    assert_eq!((&p["tokens_before"], &p["tokens_after"]), (&applied["tokens_before"], &applied["tokens_after"]), "{p}");
+    // Off by default; a second run over a line that carries it changes nothing.
+    let plain = run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--output-format", "openai"]);
+    assert!(!stdout(&plain).contains("\"rivumi\":{"));
+    let again = cmd().args(["run", "-"]).write_stdin(stdout(&o)).output().unwrap();
+    assert_eq!(stdout(&again), stdout(&o));
+}
+
+#[test]
+fn bad_lines_are_kept_skipped_or_rejected_and_counted_alike() {
+    let good = r#"{"messages":[{"role":"user","content":"a"}]}"#;
+    let data = format!("{good}\n\n{{bad\n{good}\n");
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("rejects.jsonl");
+    let o = cmd()
+        .args(["run", "-", "--bad-lines", "skip", "--rejects", path_str(&rejects)])
+        .write_stdin(data.clone())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert_eq!(stdout(&o), format!("{good}\n\n{good}\n"), "the bad line is left out");
+    let r: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&rejects).unwrap().trim()).unwrap();
+    assert_eq!((r["line"].as_u64(), r["text"].as_str()), (Some(3), Some("{bad")), "{r}");
+    assert!(
+        stderr(&o).contains("3 row(s) (and 1 blank line(s)):") && stderr(&o).contains("1 bad, left out"),
+        "{}",
+        stderr(&o)
+    );
+    let v = cmd().args(["validate", "-"]).write_stdin(data.clone()).output().unwrap();
+    assert!(stdout(&v).ends_with("1 violation(s) in 3 row(s)\n"), "{}", stdout(&v));
+    let s = cmd().args(["stats", "--json", "-"]).write_stdin(data).output().unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
+    assert_eq!((s["transcripts"].as_u64(), s["failed"].as_u64()), (Some(2), Some(1)), "2 good rows and 1 bad: 3 rows");
+    assert!(s["percentiles"]["before"]["p50"].as_u64().is_some(), "{s}");
 }
