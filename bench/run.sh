@@ -1,132 +1,137 @@
 #!/usr/bin/env bash
-# The performance benchmark (SPEC 10). Generates inputs with a fixed seed, builds the
-# release binary, times it against baselines in the same run, and prints ratios.
-#   bash bench/run.sh            # full: 150 MB transcript, 15 MB step, 10,000 files
+# The performance benchmark (SPEC 10, issues #24 and #26). Generates inputs with a fixed
+# seed, builds the release binary, and times it against baselines in the same run, the
+# way users meet it: every timed command interleaved with the others for several
+# rounds, each run right after `jq -c .` over the large input (a program that leaves
+# memory as a memory-hungry program does); medians, their min-max, and system time.
+# The method and the history of the figures are in bench/README.md.
+#   bash bench/run.sh            # full: 150 MB transcript, 15 MB step, 10,000 files, datasets
 #   BENCH_MB=30 BENCH_FILES=2000 bash bench/run.sh   # quicker, same shape
 #   BENCH_ONLY=dataset bash bench/run.sh              # only the dataset-mode section
-# The LangChain baseline runs in a virtual environment under bench/out (created, and
-# langchain-core installed, when missing; skipped with a message when it cannot be).
+#   BENCH_ROUNDS=7 ...                                 # rounds per measure (default 5)
+#   BENCH_BEFORE=none ...                              # warm runs, nothing before each
+# The LangChain baseline and the Python package run in a virtual environment under
+# bench/out (created when missing; skipped with a message when it cannot be).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${BENCH_MB:-150}
 FILES=${BENCH_FILES:-10000}
-RUNS=${BENCH_RUNS:-5}
+ROUNDS=${BENCH_ROUNDS:-5}
 OUT=${BENCH_DIR:-bench/out}
 mkdir -p "$OUT"
 cargo build --release --quiet --bin rivumi-compact --example bare_parse
 BIN=target/release/rivumi-compact
 BARE=target/release/examples/bare_parse
 
-# best wall-clock seconds of RUNS runs of a command (stdout discarded): on a shared
-# machine the minimum is the least noisy estimate of what the program itself costs
-best() {
-  local times=()
-  for _ in $(seq "$RUNS"); do
-    local s e
-    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
-    times+=("$(python3 -c "print($e - $s)")")
-  done
-  printf '%s\n' "${times[@]}" | sort -n | head -1
+big="$OUT/big-${MB}mb.jsonl"
+[ -f "$big" ] || python3 bench/gen.py big "$big" --mb "$MB"
+BEFORE="jq -c . $big"
+[ "${BENCH_BEFORE:-}" = none ] && BEFORE=""
+
+# measure NAME=COMMAND...: interleaved rounds; sets MED[name], MIN, MAX, SYS.
+declare -A MED MIN MAX SYS
+measure() {
+  local line name
+  while IFS= read -r line; do
+    name=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["name"])' "$line")
+    read -r MED[$name] MIN[$name] MAX[$name] SYS[$name] < <(python3 -c \
+      'import json,sys; d=json.loads(sys.argv[1]); print(d["median"], d["min"], d["max"], d["sys"])' "$line")
+  done < <(python3 bench/measure.py --rounds "$ROUNDS" --before "$BEFORE" "$@")
 }
-# best of N runs (the slow baselines run fewer times)
-best_of() { local n=$1; shift; RUNS=$n best "$@"; }
-# best wall-clock seconds of each of several commands (functions named on the command
-# line), run in turn RUNS times: a slow spell of a shared machine falls on every
-# measure alike instead of on whichever happened to run during it. Sets BEST[name].
-declare -A BEST MEDIAN SAMPLES
-interleaved() {
-  local name s e t
-  for name in "$@"; do BEST[$name]=; SAMPLES[$name]=; done
-  for _ in $(seq "$RUNS"); do
-    for name in "$@"; do
-      s=$(date +%s.%N); "$name" > /dev/null 2>&1; e=$(date +%s.%N)
-      t=$(python3 -c "print($e - $s)")
-      SAMPLES[$name]+="$t "
-      if [ -z "${BEST[$name]}" ] || python3 -c "import sys; sys.exit(0 if $t < ${BEST[$name]} else 1)"; then
-        BEST[$name]=$t
-      fi
-    done
-  done
-  for name in "$@"; do
-    MEDIAN[$name]=$(python3 -c "import statistics, sys; print(statistics.median(map(float, sys.argv[1:])))" ${SAMPLES[$name]})
-  done
-}
-# one line of a results table: measure, seconds (or a figure), ratio, target
-row() { printf '%-44s %10s %10s %8s\n' "$1" "$2" "$3" "$4"; }
+row() { printf '%-46s %9s %13s %7s %8s %8s\n' "$1" "$2" "$3" "$4" "$5" "$6"; }
 secs() { printf '%.3f' "$1"; }
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+spread() { printf '%.3f-%.3f' "${MIN[$1]}" "${MAX[$1]}"; }
+# a table row for a measure: name, its median, min-max, sys, ratio and target
+mrow() { row "$1" "$(secs "${MED[$2]}")" "$(spread "$2")" "$(secs "${SYS[$2]}")" "$3" "$4"; }
 peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+header() { row "measure" "median s" "min-max" "sys s" "ratio" "target"; }
+
+venv="$OUT/venv"
+python_env() {
+  if ! "$venv/bin/python" -c 'import langchain_core' 2> /dev/null; then
+    echo "installing langchain-core into $venv for the LangChain baseline..." >&2
+    { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet langchain-core; } > /dev/null 2>&1 || true
+  fi
+  if ! "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null; then
+    echo "installing the Python package (pip install ./python, a release build) into $venv..." >&2
+    "$venv/bin/pip" install --quiet ./python > /dev/null 2>&1 || true
+  fi
+}
 
 agents="$OUT/agents-10k.jsonl"
 [ -f "$agents" ] || python3 bench/gen.py agents "$agents" --lines 10000
 # Dataset mode (SPEC 10) on 10,000 agent trajectories with tool calls: a budget where
-# every line compacts (3000 tokens) and one where none does, against a bare parse of
-# the same file and the Python passes a dataset builder would otherwise write.
+# every line compacts (3000 tokens) and one where none does, against a bare parse of the
+# same file, the Python passes a dataset builder would otherwise write, and the Python
+# package's batch function.
 dataset_bench() {
-  local dsize t_dbare t_most t_none t_most1 t_py t_lc lc_note rss_a
-  dsize=$(stat -c %s "$agents")
-  ds_bare() { "$BARE" "$agents"; }
-  ds_most() { "$BIN" run "$agents" --max-total-tokens 3000; }
-  ds_none() { "$BIN" run "$agents" --max-total-tokens 100000000; }
-  ds_most1() { "$BIN" run "$agents" --max-total-tokens 3000 --jobs 1; }
-  # What two cores give this machine at best: two one-thread runs side by side, each on
-  # half of the lines (no coordination at all), against one run of the whole.
   local half_a="$OUT/agents-half-a.jsonl" half_b="$OUT/agents-half-b.jsonl"
   if [ ! -f "$half_b" ]; then
     head -n 5000 "$agents" > "$half_a"
     tail -n +5001 "$agents" > "$half_b"
   fi
-  ds_halves() {
-    "$BIN" run "$half_a" --max-total-tokens 3000 --jobs 1 > /dev/null 2>&1 &
-    "$BIN" run "$half_b" --max-total-tokens 3000 --jobs 1 > /dev/null 2>&1
-    wait
-  }
-  # These take a second or less each: more rounds, a better minimum for all.
-  local rounds=${BENCH_DATASET_RUNS:-9}
-  RUNS=$rounds interleaved ds_bare ds_most ds_none ds_most1 ds_halves
-  t_dbare=${BEST[ds_bare]} t_most=${BEST[ds_most]} t_none=${BEST[ds_none]} t_most1=${BEST[ds_most1]}
+  python_env
+  local cmds=(
+    "ds_bare=$BARE $agents"
+    "ds_most=$BIN run $agents --max-total-tokens 3000"
+    "ds_none=$BIN run $agents --max-total-tokens 100000000"
+    "ds_most1=$BIN run $agents --max-total-tokens 3000 --jobs 1"
+    "ds_halves=$BIN run $half_a --max-total-tokens 3000 --jobs 1 & $BIN run $half_b --max-total-tokens 3000 --jobs 1; wait"
+    "ds_py=python3 bench/minimal_dataset.py $agents /dev/null"
+  )
+  local have_lc="" have_pkg=""
+  "$venv/bin/python" -c 'import langchain_core' 2> /dev/null && have_lc=1
+  "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null && have_pkg=1
+  [ -n "$have_pkg" ] && cmds+=("ds_pkg=$venv/bin/python bench/python_batch.py $agents /dev/null 3000")
+  measure "${cmds[@]}"
+  if [ -n "$have_lc" ]; then
+    ROUNDS=1 measure "ds_lc=$venv/bin/python bench/langchain_trim.py $agents /dev/null 3000"
+  fi
+  local rss_a
   rss_a=$(peak_kb "$BIN" run "$agents" --max-total-tokens 3000)
-  t_py=$(best_of 2 python3 bench/minimal_dataset.py "$agents" /dev/null)
-  local venv="$OUT/venv"
-  if ! "$venv/bin/python" -c 'import langchain_core' 2> /dev/null; then
-    echo "installing langchain-core into $venv for the LangChain baseline..." >&2
-    { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet langchain-core; } > /dev/null 2>&1 || true
-  fi
-  if "$venv/bin/python" -c 'import langchain_core' 2> /dev/null; then
-    t_lc=$(best_of 1 "$venv/bin/python" bench/langchain_trim.py "$agents" /dev/null 3000)
+  echo "dataset: $agents, $(( $(stat -c %s "$agents") / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; medians of $ROUNDS interleaved rounds${BEFORE:+, each right after jq} (LangChain 1 round); $(nproc) cores"
+  header
+  mrow "bare serde_json IgnoredAny parse" ds_bare "1.00" ""
+  mrow "dataset mode, every line compacts" ds_most "$(ratio "${MED[ds_most]}" "${MED[ds_bare]}")" "<= 1.0"
+  mrow "dataset mode, no line compacts" ds_none "$(ratio "${MED[ds_none]}" "${MED[ds_bare]}")" "<= 1.0"
+  mrow "python json.loads + json.dumps (vs compacting)" ds_py "$(ratio "${MED[ds_py]}" "${MED[ds_most]}")" ">= 3"
+  if [ -n "$have_lc" ]; then
+    mrow "langchain trim_messages (vs compacting)" ds_lc "$(ratio "${MED[ds_lc]}" "${MED[ds_most]}")" ">= 15"
   else
-    lc_note="skipped: langchain-core could not be installed into $venv (no network?)"
+    echo "langchain trim_messages: skipped: langchain-core could not be installed into $venv (no network?)"
   fi
-  echo "dataset: $agents, $(( dsize / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; best of $rounds interleaved runs (Python 2, LangChain 1); $(nproc) cores"
-  row "measure" "seconds" "ratio" "target"
-  row "bare serde_json IgnoredAny parse" "$(secs "$t_dbare")" "1.00" ""
-  row "dataset mode, every line compacts" "$(secs "$t_most")" "$(ratio "$t_most" "$t_dbare")" "<= 1.5"
-  row "dataset mode, no line compacts" "$(secs "$t_none")" "$(ratio "$t_none" "$t_dbare")" "<= 1.5"
-  row "python json.loads + json.dumps (vs compacting)" "$(secs "$t_py")" "$(ratio "$t_py" "$t_most")" ">= 3"
-  if [ -n "${t_lc:-}" ]; then
-    row "langchain trim_messages (vs compacting)" "$(secs "$t_lc")" "$(ratio "$t_lc" "$t_most")" ">= 15"
+  if [ -n "$have_pkg" ]; then
+    mrow "python package compact_lines (vs CLI)" ds_pkg "$(ratio "${MED[ds_pkg]}" "${MED[ds_most]}")" "<= 1.5"
+    [ -n "$have_lc" ] && row "langchain trim_messages / python package" "" "" "" "$(ratio "${MED[ds_lc]}" "${MED[ds_pkg]}")" ">= 50"
   else
-    echo "langchain trim_messages: $lc_note"
+    echo "python package: skipped: pip install ./python failed into $venv"
   fi
-  row "every line compacts, --jobs 1 (speed-up of 2)" "$(secs "$t_most1")" "$(ratio "$t_most1" "$t_most")" ">= 1.7"
-  row "two one-thread runs on the halves, side by side" "$(secs "${BEST[ds_halves]}")" "$(ratio "$t_most1" "${BEST[ds_halves]}")" "(machine)"
-  row "peak RSS, every line compacts" "$(( rss_a / 1024 )) MiB" "" ""
-  local m_bare=${MEDIAN[ds_bare]} m_most=${MEDIAN[ds_most]} m_none=${MEDIAN[ds_none]} m_most1=${MEDIAN[ds_most1]}
-  echo "medians of the rounds: bare $(secs "$m_bare"), every line compacts $(secs "$m_most") ($(ratio "$m_most" "$m_bare")), none $(secs "$m_none") ($(ratio "$m_none" "$m_bare")), --jobs 1 $(secs "$m_most1") (speed-up $(ratio "$m_most1" "$m_most")), halves side by side $(secs "${MEDIAN[ds_halves]}") (speed-up $(ratio "$m_most1" "${MEDIAN[ds_halves]}"))"
+  mrow "every line compacts, --jobs 1 (speed-up of 2)" ds_most1 "$(ratio "${MED[ds_most1]}" "${MED[ds_most]}")" ">= 1.7"
+  mrow "two one-thread runs on the halves, side by side" ds_halves "$(ratio "${MED[ds_most1]}" "${MED[ds_halves]}")" "(machine)"
+  row "peak RSS, every line compacts" "$(( rss_a / 1024 )) MiB" "" "" "" ""
   "$BIN" run "$agents" --max-total-tokens 3000 --jobs 1 > "$OUT/agents-j1.jsonl" 2> /dev/null
   "$BIN" run "$agents" --max-total-tokens 3000 --jobs 2 > "$OUT/agents-j2.jsonl" 2> /dev/null
   echo "dataset outputs with --jobs 1 and --jobs 2: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl" && echo identical || echo DIFFERENT)"
-  rm -f "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl"
+  if [ -n "$have_pkg" ]; then
+    "$venv/bin/python" bench/python_batch.py "$agents" "$OUT/agents-py.jsonl" 3000 2> /dev/null
+    echo "python package output and CLI output: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-py.jsonl" && echo identical || echo DIFFERENT)"
+  fi
+  if [ -n "$have_lc" ]; then
+    for n in 16000 4000; do
+      "$BIN" run "$agents" --target-tokens "$n" > "$OUT/agents-fit.jsonl" 2> /dev/null
+      "$venv/bin/python" bench/compare_trim.py "$agents" "$OUT/agents-fit.jsonl" "$n"
+    done
+  fi
+  rm -f "$OUT/agents-j1.jsonl" "$OUT/agents-j2.jsonl" "$OUT/agents-py.jsonl" "$OUT/agents-fit.jsonl"
 }
 if [ "${BENCH_ONLY:-}" = dataset ]; then
   dataset_bench
   exit 0
 fi
 
-big="$OUT/big-${MB}mb.jsonl"
 small="$OUT/step-$(( MB / 10 ))mb.jsonl"
 many="$OUT/many-${FILES}"
-[ -f "$big" ] || python3 bench/gen.py big "$big" --mb "$MB"
 [ -f "$small" ] || python3 bench/gen.py big "$small" --mb "$(python3 -c "print($MB/10)")"
 [ -d "$many" ] || python3 bench/gen.py many "$many" --files "$FILES"
 m2="$OUT/many-2000"; m20="$OUT/many-20000"
@@ -146,36 +151,31 @@ else
 fi
 
 size=$(stat -c %s "$big")
-t_run=$(best "$BIN" run "$big")
-t_bare=$(best "$BARE" "$big")
-t_jq=$(best jq -c . "$big")
-t_py=$(best python3 bench/minimal.py "$big" /dev/null)
-t_step=$(best "$BIN" run "$small")
+measure "run=$BIN run $big" "bare=$BARE $big" "jq=jq -c . $big" "py=python3 bench/minimal.py $big /dev/null" \
+  "step=$BIN run $small"
 rss=$(peak_kb "$BIN" run "$big")
 rm -rf "$OUTMANY/o1" "$OUTMANY/o2"
 "$BIN" run "$many" --out-dir "$OUTMANY/o1" > /dev/null 2>&1   # warm the page cache
-t_j1=$(best "$BIN" run "$many" --out-dir "$OUTMANY/o1" --jobs 1)
-t_j2=$(best "$BIN" run "$many" --out-dir "$OUTMANY/o2" --jobs 2)
+measure "j1=rm -rf $OUTMANY/o1 && $BIN run $many --out-dir $OUTMANY/o1 --jobs 1" \
+  "j2=$BIN run $many --out-dir $OUTMANY/o2 --jobs 2"
 same=$(diff -r "$OUTMANY/o1" "$OUTMANY/o2" > /dev/null && echo identical || echo DIFFERENT)
 rss_m2=$(peak_kb "$BIN" run "$m2" --dry-run)
 rss_m20=$(peak_kb "$BIN" run "$m20" --dry-run)
 rss_ds1=$(peak_kb "$BIN" run "$ds1" --max-total-tokens 3000)
 rss_ds10=$(peak_kb "$BIN" run "$ds10" --max-total-tokens 3000)
-t_ds10=$(best "$BIN" run "$ds10" --max-total-tokens 3000)
 
-echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; best of $RUNS runs; $(nproc) cores"
-row "measure" "seconds" "ratio" "target"
-row "run ($MB MB, fallback applied)" "$(secs "$t_run")" "1.00" ""
-row "bare serde_json IgnoredAny parse" "$(secs "$t_bare")" "$(ratio "$t_run" "$t_bare")" "<= 1.5"
-row "jq -c ." "$(secs "$t_jq")" "$(ratio "$t_jq" "$t_run")" ">= 10"
-row "python json.loads + write" "$(secs "$t_py")" "$(ratio "$t_py" "$t_run")" ">= 3"
-row "10x size step (big / step)" "$(secs "$t_step")" "$(ratio "$t_run" "$t_step")" "<= 12"
-row "peak RSS / input size" "$(( rss / 1024 )) MiB" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.5"
-row "$FILES files, --jobs 1" "$(secs "$t_j1")" "" ""
-row "$FILES files, --jobs 2 (speed-up)" "$(secs "$t_j2")" "$(ratio "$t_j1" "$t_j2")" ">= 1.7"
-row "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m2 / 1024 ))/$(( rss_m20 / 1024 )) MiB" "$(ratio "$rss_m20" "$rss_m2")" "~1"
-row "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
-row "dataset mode, 100k lines ($(( $(stat -c %s "$ds10") / 1000000 )) MB)" "$(secs "$t_ds10")" "" ""
+echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; medians of $ROUNDS interleaved rounds${BEFORE:+, each right after jq}; $(nproc) cores"
+header
+mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")" "<= 1.0"
+mrow "bare serde_json IgnoredAny parse" bare "1.00" ""
+mrow "jq -c . (vs run)" jq "$(ratio "${MED[jq]}" "${MED[run]}")" ">= 15"
+mrow "python json.loads + write (vs run)" py "$(ratio "${MED[py]}" "${MED[run]}")" ">= 4"
+mrow "run, a tenth of the size (10x step)" step "$(ratio "${MED[run]}" "${MED[step]}")" "<= 11"
+row "peak RSS / input size" "$(( rss / 1024 )) MiB" "" "" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.2"
+mrow "$FILES files, --jobs 1" j1 "" ""
+mrow "$FILES files, --jobs 2 (speed-up)" j2 "$(ratio "${MED[j1]}" "${MED[j2]}")" ">= 1.8"
+row "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m2 / 1024 ))/$(( rss_m20 / 1024 )) MiB" "" "" "$(ratio "$rss_m20" "$rss_m2")" "~1"
+row "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "" "" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
 echo "outputs with --jobs 1 and --jobs 2: $same; many-files run on: ${FS}"
 echo
 dataset_bench
