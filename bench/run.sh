@@ -156,7 +156,7 @@ measure "run=$BIN run $big" "bare=$BARE $big" "jq=jq -c . $big" "py=python3 benc
 rss=$(peak_kb "$BIN" run "$big")
 rm -rf "$OUTMANY/o1" "$OUTMANY/o2"
 "$BIN" run "$many" --out-dir "$OUTMANY/o1" > /dev/null 2>&1   # warm the page cache
-measure "j1=rm -rf $OUTMANY/o1 && $BIN run $many --out-dir $OUTMANY/o1 --jobs 1" \
+measure "j1=$BIN run $many --out-dir $OUTMANY/o1 --jobs 1" \
   "j2=$BIN run $many --out-dir $OUTMANY/o2 --jobs 2"
 same=$(diff -r "$OUTMANY/o1" "$OUTMANY/o2" > /dev/null && echo identical || echo DIFFERENT)
 rss_m2=$(peak_kb "$BIN" run "$m2" --dry-run)

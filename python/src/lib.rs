@@ -15,6 +15,9 @@ use rivumi_compact::error::Error;
 use rivumi_compact::formats::InputFormat;
 use std::path::Path;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The name bad lines and errors are reported under.
 const SOURCE: &str = "<lines>";
 
@@ -60,14 +63,15 @@ impl Line {
 }
 
 /// One line compacted as the command line compacts a dataset line: the output bytes
-/// (the line's terminator kept), and the message of a bad line.
-fn one_line(raw: &[u8], n: usize, s: &Settings) -> Result<(Vec<u8>, Option<String>), Error> {
+/// (the line's terminator kept; `None` when the line stays as it was), and the message
+/// of a bad line.
+fn one_line(raw: &[u8], n: usize, s: &Settings) -> Result<(Option<Vec<u8>>, Option<String>), Error> {
     let bom = if n == 1 && raw.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
     let text = match dataset::line_text(raw, n) {
         Ok(t) => t,
         Err(column) => {
             let m = format!("{SOURCE}:{n}:{column}: {}", rivumi_compact::error::NOT_UTF8);
-            return Ok((raw.to_vec(), Some(m)));
+            return Ok((None, Some(m)));
         }
     };
     let body_end = bom + text.len();
@@ -77,16 +81,20 @@ fn one_line(raw: &[u8], n: usize, s: &Settings) -> Result<(Vec<u8>, Option<Strin
             out.extend_from_slice(&raw[..bom]);
             out.extend_from_slice(line.as_bytes());
             out.extend_from_slice(&raw[body_end..]);
-            (out, None)
+            (Some(out), None)
         }
-        LineOutcome::Unchanged => (raw.to_vec(), None),
-        LineOutcome::Bad(m) => (raw.to_vec(), Some(m)),
+        LineOutcome::Unchanged => (None, None),
+        LineOutcome::Bad(m) => (None, Some(m)),
     })
 }
 
+/// What a dataset line comes to.
+type Compacted = (Option<Vec<u8>>, Option<String>);
+
 /// Compacts dataset lines (str or bytes), each on its own, on every core with the GIL
-/// released; returns the output lines (each of the type it came as) and the bad
-/// lines' (index, message). Byte-identical to `rivumi-compact run` in dataset mode.
+/// released; returns the output lines (each of the type it came as; a line that stays
+/// is the object it came as) and the bad lines' (index, message). Byte-identical to
+/// `rivumi-compact run` in dataset mode.
 #[pyfunction]
 #[pyo3(signature = (lines, config, profile=None, input_format=None))]
 fn compact_lines<'py>(
@@ -96,6 +104,10 @@ fn compact_lines<'py>(
     profile: Option<&str>,
     input_format: Option<&str>,
 ) -> PyResult<(Vec<Bound<'py, PyAny>>, Vec<(usize, String)>)> {
+    // In pieces of a few MB: each is compacted on every core with the GIL released,
+    // then turned into Python objects, so that the engine's buffers are reused while
+    // they are still mapped.
+    const PIECE: usize = 8 << 20;
     let mut s = settings(config, profile, input_format)?;
     if s.input_format == InputFormat::Auto {
         s.input_format = InputFormat::Openai;
@@ -108,20 +120,31 @@ fn compact_lines<'py>(
             Line::Str(l.extract::<PyBackedStr>().map_err(|_| PyValueError::new_err("a line is a str or bytes"))?)
         });
     }
-    let results: Result<Vec<(Vec<u8>, Option<String>)>, Error> =
-        py.allow_threads(|| owned.par_iter().enumerate().map(|(k, line)| one_line(line.bytes(), k + 1, &s)).collect());
-    let results = results.map_err(to_py)?;
-    let mut out = Vec::with_capacity(results.len());
+    let mut out = Vec::with_capacity(owned.len());
     let mut bad = Vec::new();
-    for (k, ((bytes, message), line)) in results.into_iter().zip(&owned).enumerate() {
-        if let Some(m) = message {
-            bad.push((k, m));
+    let mut start = 0;
+    while start < owned.len() {
+        let (mut end, mut bytes) = (start, 0);
+        while end < owned.len() && (bytes < PIECE || end == start) {
+            bytes += owned[end].bytes().len();
+            end += 1;
         }
-        out.push(match line {
-            // The engine writes UTF-8: what came as text goes back as text.
-            Line::Str(_) => PyString::new(py, std::str::from_utf8(&bytes).unwrap_or_default()).into_any(),
-            Line::Bytes(_) => PyBytes::new(py, &bytes).into_any(),
+        let piece = &owned[start..end];
+        let results: Result<Vec<Compacted>, Error> = py.allow_threads(|| {
+            piece.par_iter().enumerate().map(|(k, line)| one_line(line.bytes(), start + k + 1, &s)).collect()
         });
+        for (k, ((changed, message), line)) in results.map_err(to_py)?.into_iter().zip(piece).enumerate() {
+            if let Some(m) = message {
+                bad.push((start + k, m));
+            }
+            out.push(match (changed, line) {
+                (None, _) => lines[start + k].clone(),
+                // The engine writes UTF-8: what came as text goes back as text.
+                (Some(b), Line::Str(_)) => PyString::new(py, std::str::from_utf8(&b).unwrap_or_default()).into_any(),
+                (Some(b), Line::Bytes(_)) => PyBytes::new(py, &b).into_any(),
+            });
+        }
+        start = end;
     }
     Ok((out, bad))
 }

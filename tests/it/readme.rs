@@ -1,7 +1,20 @@
-//! Keeps the README honest: every ```console block that starts with
+//! Keeps the README and docs/ honest: every ```console block that starts with
 //! `$ rivumi-compact …` is run, and its stdout must be the block's text.
 
 use crate::support::{cmd, root};
+
+/// The README and every page of docs/, one after the other.
+fn pages() -> String {
+    let mut text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut docs: Vec<_> =
+        std::fs::read_dir(root().join("docs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+    docs.sort();
+    for d in docs {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(d).unwrap());
+    }
+    text
+}
 
 /// Splits a command line on spaces, honouring single quotes.
 fn words(line: &str) -> Vec<String> {
@@ -29,7 +42,7 @@ fn words(line: &str) -> Vec<String> {
 
 #[test]
 fn readme_console_examples_are_real() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = pages();
     let mut checked = 0;
     let blocks = readme.split("```console\n").skip(1);
     for block in blocks {
@@ -47,7 +60,7 @@ fn readme_console_examples_are_real() {
 /// The README's Spark recipe is the function the Spark example runs and checks.
 #[test]
 fn readme_spark_recipe_is_the_tested_script() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = pages();
     let script = std::fs::read_to_string(root().join("examples/spark/compact_with_spark.py")).unwrap();
     let start = script.find("def compact(").expect("the script defines compact()");
     let end = start + script[start..].find("# ---").expect("the recipe ends at a marker line");
@@ -60,7 +73,7 @@ fn readme_spark_recipe_is_the_tested_script() {
 /// Lines the README shows on stderr are the lines the tool prints.
 #[test]
 fn readme_stderr_lines_are_as_printed() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = pages();
     let o = cmd().args(["run", "testdata/cases/fallback-applied/input.jsonl"]).output().unwrap();
     let line = String::from_utf8_lossy(&o.stderr).lines().next().unwrap().to_string();
     assert!(readme.contains(&format!("\n{line}\n")), "README lacks the stderr line as printed: {line}");

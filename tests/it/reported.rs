@@ -96,7 +96,7 @@ fn the_chart_and_the_decision_agree_after_a_checkpoint() {
 
 #[test]
 fn the_readme_lists_the_exit_codes_the_tool_has() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/reference.md")).unwrap();
     for (code, meaning) in rivumi_compact::error::Exit::TABLE {
         assert!(readme.contains(&format!("| {code} | {meaning} |")), "README lacks exit code {code}: {meaning}");
     }
