@@ -6,8 +6,11 @@ use crate::support::{cmd, root};
 /// The README and every page of docs/, one after the other.
 fn pages() -> String {
     let mut text = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let mut docs: Vec<_> =
-        std::fs::read_dir(root().join("docs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+    let mut docs: Vec<_> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
     docs.sort();
     for d in docs {
         text.push('\n');
