@@ -322,3 +322,43 @@ fn replay_out_dir_is_bounded() {
     assert_eq!(std::fs::read_dir(out.join("many")).unwrap().count(), 5);
     let _ = Path::new("");
 }
+
+#[test]
+fn errors_in_imported_files_name_the_input_lines_and_validate_reads_the_agents_formats() {
+    // A Claude Code uuid used twice, with bookkeeping records between: the lines named
+    // are the file's, not the canonical form's.
+    let rec = |t: &str, u: &str, p: Value, c: &str| {
+        serde_json::json!({"parentUuid": p, "isSidechain": false, "sessionId": "s", "type": t, "uuid": u, "cwd": "/w",
+            "message": {"id": format!("m-{u}-{c}"), "role": t, "content": c}})
+        .to_string()
+    };
+    let cost = r#"{"type":"cost-state","sessionId":"s"}"#;
+    let text = [
+        rec("user", "u1", Value::Null, "hi"),
+        cost.into(),
+        cost.into(),
+        cost.into(),
+        rec("assistant", "a1", serde_json::json!("u1"), "x"),
+        cost.into(),
+        rec("user", "u1", serde_json::json!("a1"), "again"),
+    ]
+    .join("\n")
+        + "\n";
+    let (dir, path) = temp_file("dup.jsonl", text.as_bytes());
+    let p = path_str(&path);
+    let o = run(&["decide", p]);
+    assert!(stderr(&o).contains("dup.jsonl:7:1: duplicate id \"u1\" (first used on line 1)"), "{}", stderr(&o));
+    let v = stdout(&run(&["validate", p]));
+    assert!(v.contains("dup.jsonl:7: duplicate_id") && v.contains("dup.jsonl:7: duplicate_uuid"), "{v}");
+    // A Codex replacement history with a call that has no output, and ordinals going back.
+    let codex = [
+        r#"{"timestamp":"t","ordinal":5,"type":"session_meta","payload":{"id":"c"}}"#,
+        r#"{"timestamp":"t","ordinal":4,"type":"compacted","payload":{"message":"","replacement_history":[{"type":"function_call","call_id":"k","name":"shell","arguments":"{}"}]}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let (dir2, cpath) = temp_file("rollout.jsonl", codex.as_bytes());
+    let v = stdout(&run(&["validate", path_str(&cpath)]));
+    assert!(v.contains(":2: ordinal_out_of_order") && v.contains(":2: call_without_output"), "{v}");
+    drop((dir, dir2));
+}
