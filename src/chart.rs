@@ -159,20 +159,7 @@ fn nice(v: f64) -> f64 {
     [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|&c| c >= v).unwrap_or(10.0 * mag)
 }
 
-/// Text as XML character data (control characters dropped: they are not allowed).
+/// Text as XML character data.
 fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            // What XML may not hold (controls, noncharacters) and what reorders or
-            // breaks a line of a label (bidirectional overrides, separators).
-            c if crate::ui::is_unsafe(c) => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::ui::xml(s, false)
 }

@@ -785,22 +785,9 @@ fn write_junit(w: &mut dyn Write, dir: &Path, reports: &[CaseReport]) {
     let _ = writeln!(w, "  </testsuite>\n</testsuites>");
 }
 
-/// Text as XML character data or an attribute value: markup escaped, and what XML may
-/// not hold (controls, noncharacters) replaced.
+/// Text as XML character data or an attribute value (a diff keeps its lines).
 fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\n' | '\t' => out.push(c),
-            c if crate::ui::is_unsafe(c) => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::ui::xml(s, true)
 }
 
 /// Every case folder below `dir` (and `dir` itself), sorted: a folder holding an input,

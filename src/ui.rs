@@ -101,6 +101,26 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// Text as XML character data or an attribute value (an SVG label, a JUnit report):
+/// markup escaped, and what XML may not hold (controls, noncharacters) or what reorders
+/// or breaks a line (bidirectional overrides, separators) replaced with U+FFFD; newlines
+/// and tabs are kept when `lines` (a block of text, such as a diff).
+pub fn xml(s: &str, lines: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' | '\t' if lines => out.push(c),
+            c if is_unsafe(c) => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `rivumi-compact: error: …`
 pub fn error(msg: &str) {
     line("error: ", msg);
