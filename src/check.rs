@@ -926,7 +926,7 @@ fn unified_diff(path: &str, expected: &[u8], actual: &[u8], color: bool) -> Stri
                     ChangeTag::Insert => '+',
                     ChangeTag::Equal => ' ',
                 };
-                let text = crate::render::escape_controls(change.value().trim_end_matches('\n'));
+                let text = crate::ui::escape(change.value().trim_end_matches('\n'));
                 let _ = writeln!(out, "{sign}{text}");
             }
         }
@@ -1007,7 +1007,7 @@ impl Marked {
     }
 
     fn plain(&mut self, s: &str) {
-        self.text.push_str(&crate::render::escape_controls(s));
+        self.text.push_str(&crate::ui::escape(s));
     }
 
     fn changed(&mut self, s: &str) {
@@ -1016,7 +1016,7 @@ impl Marked {
         }
         self.first.get_or_insert(self.text.len());
         self.text.push_str(self.open);
-        self.text.push_str(&crate::render::escape_controls(s));
+        self.text.push_str(&crate::ui::escape(s));
         self.text.push_str(self.close);
         self.last = self.text.len();
     }

@@ -7,6 +7,7 @@
 //! one field here (and, if wanted, one flag in `cli/`).
 
 use crate::error::{Error, Result};
+use crate::formats::{DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -317,19 +318,6 @@ macro_rules! section_default {
 section_default!(Runtime => runtime, Fallback => fallback, Summary => summary, Checkpoint => checkpoint,
     Reanchor => reanchor, Hooks => hooks, Trigger => trigger);
 
-pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
-    "write*",
-    "edit*",
-    "*_edit",
-    "str_replace*",
-    "create_file",
-    "apply_patch",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-];
-pub const DEFAULT_SHELL_TOOLS: &[&str] = &["bash", "shell", "exec_command", "local_shell", "Bash"];
 pub const DEFAULT_PATH_KEYS: &[&str] = &["path", "file_path", "filename", "notebook_path"];
 
 /// Keys a transcript may not set: they choose what runs on the user's machine.

@@ -305,8 +305,9 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
     };
     plan.journal.push(Event::PostCompactHook, json!({"outcome": outcome, "id": completion}));
     if let Some(id) = completion {
-        let record = json!({"type": "event", "name": Event::PostCompactHook.as_str(), "id": id, "outcome": outcome});
-        plan.appended.push(record.to_string());
+        let mut fields = serde_json::Map::new();
+        fields.insert("outcome".into(), json!(outcome));
+        plan.appended.push(policy::Injected::Event(policy::EventRecord { name: Event::PostCompactHook, id, fields }));
     }
 }
 

@@ -144,5 +144,5 @@ pub fn post_compact(cmd: &str, payload: &Value, timeout_secs: u64) -> Result<(),
 
 fn first_line(s: &str, default: &str) -> String {
     let line = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(default);
-    crate::render::escape_controls(line)
+    crate::ui::escape(line)
 }

@@ -51,6 +51,7 @@ pub mod resume;
 pub mod signals;
 pub mod source;
 pub mod stats;
+pub mod text;
 pub mod tokens;
 pub mod transcript;
 pub mod ui;

@@ -2,7 +2,7 @@
 //! byte), the out-dir layout, and atomic writes (temporary file, then rename).
 
 use crate::error::Error;
-use crate::policy::Plan;
+use crate::policy::{steps, Plan, Step, Walk};
 use crate::signals;
 use crate::transcript::Transcript;
 use std::collections::HashSet;
@@ -10,44 +10,46 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Writes the compacted transcript: kept records as read (runs of them in one write),
-/// injected records added, each injected line ending with `\n`.
+/// injected records added where the walk puts them, each injected line ending with `\n`.
 pub fn write_transcript(w: &mut dyn Write, t: &Transcript<'_>, plan: &Plan) -> io::Result<()> {
     let src = t.src;
-    let mut removed = vec![false; t.records.len()];
-    for &i in &plan.removed {
-        removed[t.items[i].record] = true;
-    }
-    // `pending` is the start of kept bytes not yet written (the BOM included).
-    let mut pending = 0;
+    // `pending..cursor` are kept bytes not yet written (from 0: the BOM included);
+    // a record that starts after `cursor` follows removed ones, which are skipped.
+    let (mut pending, mut cursor) = (0, t.records.first().map_or(src.len(), |r| r.span.start));
     let mut ends_with_newline = true;
-    for (ri, r) in t.records.iter().enumerate() {
-        if removed[ri] {
-            w.write_all(&src[pending..r.span.start])?;
-            pending = r.span.end;
-        } else {
+    let walk = Walk { records: true, ..Walk::default() };
+    for step in steps(t, plan, walk) {
+        let kept = match step {
+            Step::Kept(i) => Some(t.items[i].record),
+            Step::Record(ri) => Some(ri),
+            Step::Injected(_) | Step::Event(_) => None,
+        };
+        if let Some(ri) = kept {
+            let r = &t.records[ri];
+            if r.span.start != cursor {
+                w.write_all(&src[pending..cursor])?;
+                pending = r.span.start;
+            }
+            cursor = r.span.end;
             ends_with_newline = r.terminated(src);
+            continue;
         }
-        if let Some((_, line)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
-            w.write_all(&src[pending..r.span.end])?;
-            pending = r.span.end;
-            write_injected(w, line, &mut ends_with_newline)?;
+        w.write_all(&src[pending..cursor])?;
+        pending = cursor;
+        let line = match step {
+            Step::Injected(m) => m.to_canonical(),
+            Step::Event(e) => e.to_canonical(),
+            Step::Kept(_) | Step::Record(_) => unreachable!("handled above"),
+        };
+        if !ends_with_newline {
+            w.write_all(b"\n")?;
         }
-    }
-    w.write_all(&src[pending..])?;
-    for line in &plan.appended {
-        write_injected(w, line, &mut ends_with_newline)?;
-    }
-    Ok(())
-}
-
-fn write_injected(w: &mut dyn Write, line: &str, ends_with_newline: &mut bool) -> io::Result<()> {
-    if !*ends_with_newline {
+        w.write_all(line.as_bytes())?;
         w.write_all(b"\n")?;
+        ends_with_newline = true;
     }
-    w.write_all(line.as_bytes())?;
-    w.write_all(b"\n")?;
-    *ends_with_newline = true;
-    Ok(())
+    // The reader's records cover the file after the BOM: nothing follows the last one.
+    w.write_all(&src[pending..cursor])
 }
 
 /// Writes a file atomically: a temporary file in the same folder, then a rename. The

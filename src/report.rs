@@ -3,9 +3,9 @@
 
 use crate::engine::Processed;
 use crate::policy::{self, Event, Figure, PressurePath};
-use crate::render::escape_controls;
 use crate::tokens;
 use crate::transcript::{RecordKind, Synthetic};
+use crate::ui::escape;
 use std::fmt::Write;
 
 const BAR: usize = 40;
@@ -39,7 +39,7 @@ pub fn decision_report(done: &Processed<'_>) -> String {
     } else {
         let _ = writeln!(out, "reasons:");
         for r in &d.reasons {
-            let _ = writeln!(out, "  - {}: {}", r.code.as_str(), escape_controls(&r.message));
+            let _ = writeln!(out, "  - {}: {}", r.code.as_str(), escape(&r.message));
         }
     }
     if let Some(limit) = d.limit {
@@ -63,7 +63,7 @@ fn context_line(done: &Processed<'_>) -> String {
         _ => None,
     });
     match latest {
-        Some(what) => format!("{} of {n} items, after {}", n - start, escape_controls(&what)),
+        Some(what) => format!("{} of {n} items, after {}", n - start, escape(&what)),
         None => format!("all {n} items (no compaction yet)"),
     }
 }
@@ -152,7 +152,7 @@ fn turn_chart(done: &Processed<'_>, limit: u64) -> String {
 /// The label of a row: the ordinal, then the id when it is short.
 fn label(row: &TurnRow) -> String {
     if row.id.chars().count() <= SHORT_ID && row.id != row.turn.to_string() {
-        escape_controls(&format!("{} {}", row.turn, row.id))
+        escape(&format!("{} {}", row.turn, row.id))
     } else {
         row.turn.to_string()
     }

@@ -8,8 +8,7 @@ use crate::error::{Error, Result};
 use crate::formats::openai::{to_canonical, NAME_PREFIX};
 use crate::formats::{openhands, InputFormat};
 use crate::output::OutputFormat;
-use crate::policy::injected::{self, is_message};
-use crate::policy::{steps, Step, Walk};
+use crate::policy::{steps, Message, Step, Walk};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -22,7 +21,7 @@ mod view;
 pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let originals = line.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let t = &done.transcript;
-    let walk = Walk { from: 0, chat: true };
+    let walk = Walk { chat: true, ..Walk::default() };
     let messages: Vec<Value> = steps(t, &done.plan, walk)
         .into_iter()
         .filter_map(|step| match step {
@@ -30,7 +29,8 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
                 let k = t.items[i].id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok());
                 k.and_then(|k| originals.get(k)).cloned()
             }
-            Step::Injected(r) => is_message(r).then(|| chat_message(r)),
+            Step::Injected(m) => Some(chat_message(m)),
+            Step::Event(_) | Step::Record(_) => None,
         })
         .collect();
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
@@ -46,12 +46,13 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
 pub fn chat_line(done: &Processed<'_>) -> String {
     let t = &done.transcript;
     // The model's context: what an earlier compaction left out is not in it.
-    let walk = Walk { from: crate::policy::context_start(t), chat: true };
+    let walk = Walk { from: crate::policy::context_start(t), chat: true, records: false };
     let messages: Vec<String> = steps(t, &done.plan, walk)
         .into_iter()
         .filter_map(|step| match step {
             Step::Kept(i) => Some(chat_item(t, i).to_string()),
-            Step::Injected(r) => is_message(r).then(|| chat_message_text(r)),
+            Step::Injected(m) => Some(chat_message_text(m)),
+            Step::Event(_) | Step::Record(_) => None,
         })
         .collect();
     if !done.provenance {
@@ -121,26 +122,25 @@ fn chat_item(t: &crate::transcript::Transcript<'_>, i: usize) -> Value {
     }
 }
 
-/// An injected canonical record as a chat message.
-fn chat_message(record: &str) -> Value {
-    serde_json::from_str(&chat_message_text(record)).unwrap_or(Value::Null)
+/// An injected message as a chat message.
+fn chat_message(m: &Message) -> Value {
+    json!({"role": "user", "name": format!("{NAME_PREFIX}{}", m.kind.as_str()), "content": m.content})
 }
 
-/// An injected canonical record as the text of a chat message: `{"role":"user",
-/// "name":"rivumi-<kind>","content":…}`, its content copied as the JSON it already is.
-fn chat_message_text(record: &str) -> String {
-    let mut out = String::with_capacity(record.len());
-    push_chat_message(&mut out, record);
+/// An injected message as the text of a chat message: `{"role":"user",
+/// "name":"rivumi-<kind>","content":…}`.
+fn chat_message_text(m: &Message) -> String {
+    let mut out = String::with_capacity(m.content.len() + 64);
+    push_chat_message(&mut out, m);
     out
 }
 
 /// [`chat_message_text`], appended to `out`.
-fn push_chat_message(out: &mut String, record: &str) {
-    let (kind, content) = injected::parts(record);
+fn push_chat_message(out: &mut String, m: &Message) {
     out.push_str("{\"role\":\"user\",\"name\":");
-    crate::render::push_json_str(out, &format!("{NAME_PREFIX}{kind}"));
+    crate::text::push_json_str(out, &format!("{NAME_PREFIX}{}", m.kind.as_str()));
     out.push_str(",\"content\":");
-    out.push_str(content);
+    crate::text::push_json_str(out, &m.content);
     out.push('}');
 }
 
@@ -210,15 +210,15 @@ fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
     out.push_str(&text[..spans.array.start]);
     out.push('[');
     let mut first = true;
-    for step in steps(t, &done.plan, Walk { from: 0, chat: true }) {
+    for step in steps(t, &done.plan, Walk { chat: true, ..Walk::default() }) {
         let at = out.len();
         if !first {
             out.push(',');
         }
         match step {
             Step::Kept(i) => out.push_str(&text[t.records[t.items[i].record].span.clone()]),
-            Step::Injected(r) if is_message(r) => push_chat_message(&mut out, r),
-            Step::Injected(_) => {
+            Step::Injected(m) => push_chat_message(&mut out, m),
+            Step::Event(_) | Step::Record(_) => {
                 out.truncate(at);
                 continue;
             }
@@ -363,7 +363,7 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let event_of_item = |i: usize| event_of.get(t.items[i].id.as_ref()).copied();
     // The replacement goes after the event of the last item it replaces, so that the
     // events in the removed span that are no item (environment events) stay before it.
-    let anchor = plan.replacement.as_ref().and_then(|(ri, r)| Some((t.records[*ri].kind_item()?, r.as_str())));
+    let anchor = plan.replacement.as_ref().and_then(|(ri, m)| Some((t.records[*ri].kind_item()?, m)));
     let mut history = Vec::with_capacity(events.len() + plan.appended.len() + 1);
     let mut next = 0; // the first event not written yet
     let mut flush = |history: &mut Vec<Value>, upto: usize| {
@@ -375,20 +375,20 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
             next += 1;
         }
     };
-    for step in steps(t, plan, Walk { from: 0, chat: true }) {
+    for step in steps(t, plan, Walk { chat: true, ..Walk::default() }) {
         match step {
             Step::Kept(i) => {
                 if let Some(k) = event_of_item(i) {
                     flush(&mut history, k);
                 }
             }
-            Step::Injected(r) if is_message(r) => {
-                if let Some(k) = anchor.filter(|(_, a)| std::ptr::eq(*a, r)).and_then(|(i, _)| event_of_item(i)) {
+            Step::Injected(m) => {
+                if let Some(k) = anchor.filter(|(_, a)| std::ptr::eq(*a, m)).and_then(|(i, _)| event_of_item(i)) {
                     flush(&mut history, k);
                 }
-                history.push(openhands_event(r));
+                history.push(openhands_event(m));
             }
-            Step::Injected(_) => {}
+            Step::Event(_) | Step::Record(_) => {}
         }
     }
     flush(&mut history, usize::MAX);
@@ -397,13 +397,10 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
     Value::Object(out)
 }
 
-/// An injected canonical record as an OpenHands user message event.
-fn openhands_event(record: &str) -> Value {
-    let v: Value = serde_json::from_str(record).unwrap_or(Value::Null);
-    let kind = v.get("synthetic").and_then(Value::as_str).unwrap_or("note");
-    let text = v.get("content").cloned().unwrap_or(json!(""));
-    json!({"source": "user", "action": "message", "message": text, "args": {"content": text},
-        (openhands::INJECTED_KEY): kind})
+/// An injected message as an OpenHands user message event.
+fn openhands_event(m: &Message) -> Value {
+    json!({"source": "user", "action": "message", "message": m.content, "args": {"content": m.content},
+        (openhands::INJECTED_KEY): m.kind.as_str()})
 }
 
 /// Adds one dataset line to `stats`; a bad line counts as failed and returns its message.

@@ -4,7 +4,7 @@
 //! line is bad: wherever it is unsure it says `None`, and the line goes the canonical
 //! way (`serde_json`), which accepts it or words the error.
 
-use crate::transcript::{escape_at, find_special};
+use crate::text::{escape_at, find_special};
 use std::ops::Range;
 
 /// Nesting deeper than this is left to the canonical path (whose parser has a limit of

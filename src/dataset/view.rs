@@ -109,7 +109,7 @@ fn arguments(raw: Option<&str>) -> Option<(Box<RawValue>, Value)> {
     let value = match raw {
         None => Value::Null,
         Some(r) if r.starts_with('"') => {
-            let s = crate::transcript::unescape_literal(r)?;
+            let s = crate::text::unescape_literal(r)?;
             serde_json::from_str(&s).unwrap_or_else(|_| Value::String(s.into_owned()))
         }
         Some(r) => serde_json::from_str(r).ok()?,
@@ -306,7 +306,7 @@ fn optional_str<'a>(s: &mut Scan<'a>) -> Option<Option<Cow<'a, str>>> {
     let lit = s.string()?;
     let raw = s.text(lit.start..lit.end);
     if lit.escaped {
-        return crate::transcript::unescape_literal(raw).map(Some);
+        return crate::text::unescape_literal(raw).map(Some);
     }
     Some(Some(Cow::Borrowed(&raw[1..raw.len() - 1])))
 }
@@ -380,7 +380,7 @@ mod tests {
         fn a_string_is_measured_from_its_escapes(s in "[a-z \"\\\\\n\t\u{1}é€🙂\u{7ff}\u{800}]{0,40}") {
             let n = s.len() as u64;
             prop_assert_eq!(measured(&serde_json::to_string(&s).unwrap()), Some(n));
-            prop_assert_eq!(measured(&crate::transcript::ascii_literal(&s)), Some(n));
+            prop_assert_eq!(measured(&crate::text::ascii_literal(&s)), Some(n));
         }
     }
 

@@ -2,6 +2,7 @@
 //! building canonical records.
 
 use crate::error::{Error, Result};
+pub(crate) use crate::transcript::text_of;
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -136,18 +137,6 @@ pub fn tool_result(
         m.insert("is_error".into(), json!(true));
     }
     m
-}
-
-/// Text content from a string, or from a list of blocks with `text` fields.
-pub fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(a) => {
-            a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
-        }
-        Value::Object(o) => o.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
-        _ => String::new(),
-    }
 }
 
 /// Tool-call arguments as canonical JSON: providers give an object, or a JSON string

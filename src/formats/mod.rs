@@ -12,6 +12,23 @@ mod swe_agent;
 use crate::error::{Error, Result};
 use std::path::Path;
 
+/// The tools the known agents edit files with (`reanchor.write_tools`' default; the
+/// SWE-agent importer adds the trajectory's own).
+pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
+    "write*",
+    "edit*",
+    "*_edit",
+    "str_replace*",
+    "create_file",
+    "apply_patch",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+];
+/// The tools the known agents run commands with (`reanchor.shell_tools`' default).
+pub const DEFAULT_SHELL_TOOLS: &[&str] = &["bash", "shell", "exec_command", "local_shell", "Bash"];
+
 /// An input format (`--input-format`); `Auto` detects one of the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]

@@ -3,7 +3,7 @@
 //! `tool_call_metadata.tool_call_id`; usage is counted once per model response id.
 
 use super::common::{json_document, json_lines, message, text_of, tool_result, Imported};
-use crate::config::DEFAULT_SHELL_TOOLS;
+use super::DEFAULT_SHELL_TOOLS;
 use crate::error::{Error, Result};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};

@@ -66,7 +66,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         .insert("id".into(), json!(file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()));
     out.session.insert("runtime".into(), json!({"kind": "agent-runner"}));
     // SWE-agent's `create` tool writes a file (`filename`); the importer's layer adds it.
-    let mut writers: Vec<&str> = crate::config::DEFAULT_WRITE_TOOLS.to_vec();
+    let mut writers: Vec<&str> = super::DEFAULT_WRITE_TOOLS.to_vec();
     writers.push("create");
     out.session.insert("reanchor".into(), json!({"write_tools": writers}));
     if let Some(root) = files.root {

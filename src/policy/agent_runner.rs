@@ -2,7 +2,9 @@
 //! `max_total_tokens`, the one-shot pressure reminder, the history fallback and the
 //! agent-runner re-anchor.
 
-use super::{base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Journal, Options};
+use super::{
+    base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Injected, Journal, Options,
+};
 use super::{cumulative_usage, reaches, PressurePath, Proposal, Reason, ReasonCode, Replacement};
 use crate::config::{Config, Inject};
 use crate::render;
@@ -38,7 +40,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
             let l = limit.unwrap_or(0);
             let text = render::pressure_reminder(fig.tokens, l);
             let turn = injected::last_input_turn(t);
-            p.reminder = Some(injected::record(Synthetic::PressureReminder, turn.as_deref(), Map::new(), text));
+            p.reminder = Some(injected::Message::new(Synthetic::PressureReminder, turn, Map::new(), text));
             p.plan.decision.reminder_injected = true;
             p.plan.decision.action = Action::PressureReminder;
             p.plan.journal.push(Event::PressureReminderInjected, json!({"used": fig.tokens, "limit": l}));
@@ -53,7 +55,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
             render::render_reanchor(&facts, false, cfg.reanchor.max_entries, cfg.reanchor.max_chars)
         });
         let count = |s: &str| crate::tokens::count_text(s, cfg.tokenizer);
-        let reminder = p.reminder.as_ref().map_or(0, |r| count(r));
+        let reminder = p.reminder.as_ref().map_or(0, |r| count(&r.to_canonical()));
         let appended = reminder + reanchor.as_deref().map_or(0, count);
         if let Some(summary) = fallback::propose(t, cfg, est, &mut p.plan.decision.reasons, appended) {
             let mut journal = Journal::default();
@@ -65,7 +67,10 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
             p.compaction = Some(Compaction {
                 removed: summary.removed,
                 replacement: with_summary.then_some(Replacement::Record(summary.at, summary.record)),
-                appended: reanchor.iter().map(|text| injected::reanchor(t, text, PressurePath::AgentRunner)).collect(),
+                appended: reanchor
+                    .iter()
+                    .map(|text| Injected::Message(injected::reanchor(t, text, PressurePath::AgentRunner)))
+                    .collect(),
                 journal,
                 summary_text: with_summary.then_some(summary.text),
                 reanchor_text: reanchor.clone(),

@@ -2,7 +2,9 @@
 //! the native request/completion lifecycle, and the local semantic checkpoint.
 
 use super::{base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Journal, Options};
-use super::{occupancy, Figure, PressurePath, Proposal, Reason, ReasonCode, Replacement};
+use super::{
+    occupancy, EventRecord, Figure, Injected, Message, PressurePath, Proposal, Reason, ReasonCode, Replacement,
+};
 use crate::config::{Config, Tokenizer};
 use crate::render;
 use crate::tokens;
@@ -72,14 +74,16 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
 /// Native support: the request event and the pending conversation re-anchor.
 fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) -> (Compaction, Action) {
     let id = format!("compaction-{n}");
-    let event = json!({"type": "event", "name": Event::CompactionRequested.as_str(), "id": id, "trigger": trigger});
+    let mut fields = Map::new();
+    fields.insert("trigger".into(), json!(trigger));
+    let event = EventRecord { name: Event::CompactionRequested, id: id.clone(), fields };
     let mut journal = Journal::default();
     journal.push(Event::CompactionRequested, json!({"id": id}));
     let (record, text) = conversation_reanchor(t, cfg, &mut journal);
     let c = Compaction {
         removed: Vec::new(),
         replacement: None,
-        appended: vec![event.to_string(), record],
+        appended: vec![Injected::Event(event), Injected::Message(record)],
         journal,
         summary_text: None,
         reanchor_text: Some(text),
@@ -88,7 +92,7 @@ fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) 
     (c, Action::NativeCompactionRequested)
 }
 
-fn conversation_reanchor(t: &Transcript<'_>, cfg: &Config, journal: &mut Journal) -> (String, String) {
+fn conversation_reanchor(t: &Transcript<'_>, cfg: &Config, journal: &mut Journal) -> (Message, String) {
     let facts = crate::reanchor::gather(t, cfg);
     let text = render::render_reanchor(&facts, true, cfg.reanchor.max_entries, cfg.reanchor.max_chars);
     journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::Conversation.as_str(), "pending": true}));
@@ -139,7 +143,7 @@ pub(super) struct CheckpointDraft {
 /// A finished checkpoint.
 pub(super) struct CheckpointDone {
     pub at: usize,
-    pub record: String,
+    pub record: Message,
     pub text: String,
     /// The journal's `checkpoint_created` fields.
     pub event: Value,
@@ -168,7 +172,13 @@ impl CheckpointDraft {
         own.insert("retained_turn_ids".into(), json!(self.retained));
         own.insert("occupancy_before".into(), json!(before));
         own.insert("occupancy_after".into(), json!(after));
-        let record = injected::with_id(&id, Synthetic::Checkpoint, self.first_turn.as_deref(), own, self.text.clone());
+        let record = Message {
+            kind: Synthetic::Checkpoint,
+            id: id.clone(),
+            turn: self.first_turn,
+            fields: own,
+            content: self.text.clone(),
+        };
         let event = json!({"id": id, "summarized_turn_ids": self.summarized, "retained_turn_ids": self.retained,
             "occupancy_before": before, "occupancy_after": after});
         Ok(CheckpointDone { at: self.at, record, text: self.text, event })
@@ -217,7 +227,7 @@ fn checkpoint(
     let c = Compaction {
         removed,
         replacement: Some(Replacement::Checkpoint(draft)),
-        appended: vec![record],
+        appended: vec![Injected::Message(record)],
         journal,
         summary_text: None,
         reanchor_text: Some(text),

@@ -13,7 +13,7 @@ pub(super) struct Summary {
     pub removed: Vec<usize>,
     /// The record the summary is written after (the last removed one).
     pub at: usize,
-    pub record: String,
+    pub record: injected::Message,
     pub text: String,
     /// The journal's `history_fallback_applied` fields.
     pub event: Value,
@@ -72,7 +72,7 @@ pub(super) fn propose(
     own.insert("summarized".into(), Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()));
     own.insert("summarized_usage".into(), summarized_usage(t, eligible, est));
     let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
-    let record = injected::record(Synthetic::HistorySummaryFallback, first_turn.as_deref(), own, text.clone());
+    let record = injected::Message::new(Synthetic::HistorySummaryFallback, first_turn, own, text.clone());
     let before: u64 = est.iter().sum();
     let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
     let after = before - removed + tokens::count_text(&text, cfg.tokenizer);

@@ -25,6 +25,7 @@ mod steps;
 pub use boundary::{boundary, Boundary};
 pub use conversation::checkpoint_span;
 pub use decision::{Action, Decision, Denominator, PressurePath, Reason, ReasonCode, Trigger};
+pub use injected::{EventRecord, Injected, Message};
 pub use journal::{Event, Journal};
 pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
 pub use steps::{steps, Step, Walk};
@@ -50,11 +51,11 @@ pub struct Plan {
     pub decision: Decision,
     /// Items removed (indices into `Transcript::items`).
     pub removed: Vec<usize>,
-    /// An injected record that takes the place of the removed span, written after the
-    /// record with this index (the last removed one).
-    pub replacement: Option<(usize, String)>,
-    /// Records appended after the last record, as JSON lines without terminators.
-    pub appended: Vec<String>,
+    /// The message that takes the place of the removed span, written after the record
+    /// with this index (the last removed one).
+    pub replacement: Option<(usize, Message)>,
+    /// Records appended after the last record.
+    pub appended: Vec<Injected>,
     pub journal: Journal,
     pub summary_text: Option<String>,
     pub reanchor_text: Option<String>,
@@ -84,7 +85,7 @@ pub struct Compaction {
     /// What takes their place.
     replacement: Option<Replacement>,
     /// Records appended after it (a lifecycle event, the re-anchor).
-    appended: Vec<String>,
+    appended: Vec<Injected>,
     /// Its journal events, after the pre-compact hook's.
     journal: Journal,
     summary_text: Option<String>,
@@ -95,8 +96,8 @@ pub struct Compaction {
 
 #[derive(Debug, Clone)]
 enum Replacement {
-    /// A finished record, written after the record with this index.
-    Record(usize, String),
+    /// A finished message, written after the record with this index.
+    Record(usize, Message),
     /// A checkpoint, finished once its summary text is final.
     Checkpoint(conversation::CheckpointDraft),
 }
@@ -106,7 +107,7 @@ enum Replacement {
 pub struct Proposal {
     plan: Plan,
     /// The pressure reminder, appended whatever the hook says.
-    reminder: Option<String>,
+    reminder: Option<Message>,
     compaction: Option<Compaction>,
     /// Whether a pre-compact hook is configured (its verdict is journaled).
     hooked: bool,
@@ -178,7 +179,7 @@ impl Proposal {
     pub fn finish(self) -> Plan {
         let Proposal { mut plan, reminder, compaction, hooked, denied, tokenizer } = self;
         let Some(mut c) = compaction else {
-            plan.appended.extend(reminder);
+            plan.appended.extend(reminder.map(Injected::Message));
             return plan;
         };
         if hooked && !denied {
@@ -196,7 +197,7 @@ impl Proposal {
                     let d = &mut plan.decision;
                     d.reasons.push(reason);
                     (d.action, d.reanchor_injected) = (Action::None, false);
-                    plan.appended.extend(reminder);
+                    plan.appended.extend(reminder.map(Injected::Message));
                     return plan;
                 }
             },
@@ -204,7 +205,7 @@ impl Proposal {
         }
         plan.journal.extend(c.journal);
         plan.removed = c.removed;
-        plan.appended.extend(reminder);
+        plan.appended.extend(reminder.map(Injected::Message));
         plan.appended.extend(c.appended);
         plan.summary_text = c.summary_text;
         plan.reanchor_text = c.reanchor_text;

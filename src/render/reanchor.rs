@@ -1,7 +1,9 @@
 //! The re-anchor block (SPEC 5): a bounded snapshot of the facts most likely to
 //! prevent a wrong edit, in two variants.
 
-use super::{cut, escape_controls, ratio};
+use super::ratio;
+use crate::text::cut;
+use crate::ui::escape;
 
 /// What the re-anchor block states; gathered by `crate::reanchor::gather`.
 #[derive(Debug, Clone, Default)]
@@ -37,7 +39,7 @@ struct Section {
 pub fn render_reanchor(f: &ReanchorFacts, conversation: bool, max_entries: usize, max_chars: usize) -> String {
     let (intro, mut sections, tail) = if conversation { conversation_parts(f) } else { agent_parts(f) };
     for s in &mut sections {
-        s.entries = s.entries.iter().map(|e| cut(&escape_controls(e), MAX_ENTRY_CHARS)).collect();
+        s.entries = s.entries.iter().map(|e| cut(&escape(e), MAX_ENTRY_CHARS)).collect();
         if s.entries.len() > max_entries {
             s.hidden = s.entries.len() - max_entries;
             s.entries.truncate(max_entries);
@@ -103,7 +105,7 @@ fn agent_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) {
         section("Verification", &f.verification, "none configured"),
         section("Remaining steps", &f.remaining_steps, "none recorded"),
     ];
-    let tail = vec![format!("Check status: {}", escape_controls(&f.check_status)), token_line(f)];
+    let tail = vec![format!("Check status: {}", escape(&f.check_status)), token_line(f)];
     (intro, sections, tail)
 }
 
@@ -123,7 +125,7 @@ fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) 
                  Earlier turns were compacted; these constraints still hold."
         .to_string();
     let native = if f.native_compaction { "native compaction" } else { "no native compaction" };
-    let opt = |v: &Option<String>| escape_controls(v.as_deref().unwrap_or("unknown"));
+    let opt = |v: &Option<String>| escape(v.as_deref().unwrap_or("unknown"));
     let constraints = [
         format!("runtime: conversation ({native})"),
         format!("mode: {}", opt(&f.mode)),

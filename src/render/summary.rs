@@ -1,7 +1,8 @@
 //! `build_history_summary_fallback_message`: the deterministic, bounded, lossy summary
 //! of older history (SPEC 4). No model call; the same entries give the same text.
 
-use super::preview;
+use crate::text::preview;
+use crate::transcript::EntryText;
 
 /// The fixed header; never cut.
 pub const SUMMARY_HEADER: &str = "[rivumi] History summary fallback. The older part of this conversation was removed \
@@ -13,35 +14,6 @@ not a faithful record: trust the current repository state and the retained recen
 pub enum SummaryEntry {
     Message { role: &'static str, text: EntryText, calls: Vec<(String, String)> },
     Result { tool: String, failed: bool, text: EntryText },
-}
-
-/// An entry's text: whole, or already made into its preview by the caller (at the
-/// renderer's `preview_chars`), which then is shown as it is.
-#[derive(Debug, Clone)]
-pub enum EntryText {
-    Full(String),
-    Preview(String),
-}
-
-impl EntryText {
-    fn preview(&self, n: usize) -> std::borrow::Cow<'_, str> {
-        match self {
-            EntryText::Full(t) => preview(t, n).into(),
-            EntryText::Preview(p) => p.as_str().into(),
-        }
-    }
-
-    fn is_blank(&self) -> bool {
-        match self {
-            EntryText::Full(t) | EntryText::Preview(t) => t.trim().is_empty(),
-        }
-    }
-}
-
-impl From<String> for EntryText {
-    fn from(text: String) -> EntryText {
-        EntryText::Full(text)
-    }
 }
 
 /// Renders the summary: header, then one line per item (newest `max_items` at most,

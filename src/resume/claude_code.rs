@@ -2,9 +2,11 @@
 //! (`compact_boundary` with `compactMetadata`, then the `isCompactSummary` message,
 //! then the retained records re-parented onto it with fresh uuids).
 
-use super::{derived_uuid, Compaction, Step};
+use super::{derived_uuid, Compaction};
 use crate::engine::Processed;
 use crate::error::Result;
+use crate::policy::Step;
+use crate::transcript::Synthetic;
 use crate::transcript::{ItemKind, Role};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -127,7 +129,7 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
     )];
     // The re-anchor block travels in the summary message, for the next request.
     let reanchor = c.steps.iter().find_map(|step| match step {
-        Step::Injected(kind, text) if kind == "reanchor" => Some(text.as_str()),
+        Step::Injected(m) if m.kind == Synthetic::Reanchor => Some(m.content.as_str()),
         _ => None,
     });
     let mut parent = boundary;
@@ -145,13 +147,15 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
                     }
                 }
             }
-            Step::Injected(kind, _) if kind == "reanchor" && summary_written => {}
-            Step::Injected(kind, text) => {
-                let is_summary = !summary_written && (kind == "history_summary_fallback" || kind == "checkpoint");
+            Step::Injected(m) if m.kind == Synthetic::Reanchor && summary_written => {}
+            Step::Injected(m) => {
+                let kind = m.kind.as_str();
+                let is_summary =
+                    !summary_written && matches!(m.kind, Synthetic::HistorySummaryFallback | Synthetic::Checkpoint);
                 let uuid = fresh.new_id("injected", kind);
                 let content = match (is_summary, reanchor) {
-                    (true, Some(re)) => format!("{text}\n\n{re}"),
-                    _ => text.clone(),
+                    (true, Some(re)) => format!("{}\n\n{re}", m.content),
+                    _ => m.content.clone(),
                 };
                 let flags = if is_summary {
                     json!({"isVisibleInTranscriptOnly": true, "isCompactSummary": true})
@@ -168,6 +172,7 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
                 out.push(s.record(Some(&parent), fields));
                 parent = uuid;
             }
+            Step::Event(_) | Step::Record(_) => {}
         }
     }
     Ok(out)

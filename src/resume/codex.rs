@@ -4,10 +4,11 @@
 //! payloads, copied as they were (calls keep their type and `call_id`); injected texts
 //! are user messages marked with a `rivumi` field of their kind.
 
-use super::{Compaction, Step};
+use super::Compaction;
 use crate::engine::Processed;
 use crate::error::Result;
 use crate::formats::openhands::INJECTED_KEY;
+use crate::policy::Step;
 use crate::transcript::{ItemKind, Role};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -60,11 +61,12 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
                     }
                 }
             }
-            Step::Injected(kind, text) => {
+            Step::Injected(m) => {
                 // Marked by a field of its own, not by its text (a user can type that).
                 history.push(json!({"type": "message", "role": "user",
-                    "content": [{"type": "input_text", "text": text}], INJECTED_KEY: kind}));
+                    "content": [{"type": "input_text", "text": m.content}], INJECTED_KEY: m.kind.as_str()}));
             }
+            Step::Event(_) | Step::Record(_) => {}
         }
     }
     // Current rollouts number every record, and resume refuses a file whose last record

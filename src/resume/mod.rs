@@ -20,6 +20,7 @@ mod codex;
 
 use crate::engine::Processed;
 use crate::formats::InputFormat;
+use crate::policy::{Step, Walk};
 use crate::transcript::Synthetic;
 use std::io::{self, Write};
 
@@ -49,18 +50,11 @@ pub fn compacts(done: &Processed<'_>) -> bool {
     done.plan.replacement.is_some()
 }
 
-/// A step of the compacted context, in order.
-pub(crate) enum Step {
-    /// An item of the transcript that stays (index into `Transcript::items`).
-    Kept(usize),
-    /// A record the tool injects: its kind and its text.
-    Injected(String, String),
-}
-
 /// The compacted context: what follows the new boundary, in order, and the figures of
 /// the compaction.
-pub(crate) struct Compaction {
-    pub steps: Vec<Step>,
+pub(crate) struct Compaction<'p> {
+    /// The kept items and injected messages (no event: neither agent records ours).
+    pub steps: Vec<Step<'p>>,
     /// The text that replaced the removed history.
     pub summary: String,
     pub trigger: &'static str,
@@ -69,35 +63,27 @@ pub(crate) struct Compaction {
     pub pre_tokens: u64,
 }
 
-impl Compaction {
+impl<'p> Compaction<'p> {
     /// The context after compaction: the items of the current context that stay (in
     /// order, the replacement where the removed span was) and the injected records
     /// appended after them. `None` when nothing was replaced.
-    fn of(done: &Processed<'_>) -> Option<Compaction> {
+    fn of(done: &'p Processed<'_>) -> Option<Compaction<'p>> {
         let (t, plan) = (&done.transcript, &done.plan);
         let (_, replacement) = plan.replacement.as_ref()?;
-        let walk = crate::policy::Walk { from: crate::policy::context_start(t), chat: false };
-        let mut walked = crate::policy::steps(t, plan, walk);
+        let walk = Walk { from: crate::policy::context_start(t), ..Walk::default() };
+        let mut steps = crate::policy::steps(t, plan, walk);
         // A checkpoint starts the context (SPEC 6): what comes before it (an earlier
         // checkpoint, instructions) is not in the context the agent resumes with.
-        let (kind, _) = crate::policy::injected::parts(replacement);
-        if kind == Synthetic::Checkpoint.as_str() {
-            let at = walked
-                .iter()
-                .position(|s| matches!(s, crate::policy::Step::Injected(r) if std::ptr::eq(*r, replacement.as_str())));
-            walked.drain(..at.unwrap_or(0));
+        if replacement.kind == Synthetic::Checkpoint {
+            let at = steps.iter().position(|s| matches!(s, Step::Injected(m) if std::ptr::eq(*m, replacement)));
+            steps.drain(..at.unwrap_or(0));
         }
-        let steps: Vec<Step> = walked
-            .into_iter()
-            .filter_map(|s| match s {
-                crate::policy::Step::Kept(i) => Some(Step::Kept(i)),
-                crate::policy::Step::Injected(r) => injected(r),
-            })
-            .collect();
-        let summary = match steps.iter().find(|s| matches!(s, Step::Injected(..))) {
-            Some(Step::Injected(_, text)) => text.clone(),
-            _ => String::new(),
-        };
+        steps.retain(|s| matches!(s, Step::Kept(_) | Step::Injected(_)));
+        let summary = steps.iter().find_map(|s| match s {
+            Step::Injected(m) => Some(m.content.clone()),
+            _ => None,
+        });
+        let summary = summary.unwrap_or_default();
         let est = crate::tokens::item_estimates(t, done.config.tokenizer);
         let pre_tokens = crate::policy::occupancy(t, &est).tokens;
         let trigger = match plan.decision.trigger {
@@ -106,16 +92,6 @@ impl Compaction {
         };
         Some(Compaction { steps, summary, trigger, pre_tokens })
     }
-}
-
-/// An injected canonical record as a step, when it is a message (events are not).
-fn injected(record: &str) -> Option<Step> {
-    if !crate::policy::injected::is_message(record) {
-        return None;
-    }
-    let (kind, content) = crate::policy::injected::parts(record);
-    let text = crate::transcript::unescape_literal(content).unwrap_or_default();
-    Some(Step::Injected(kind.into_owned(), text.into_owned()))
 }
 
 /// A uuid (version 4 layout) derived from `parts`: fresh for every copied record, and

@@ -1,15 +1,15 @@
 //! The canonical transcript model (SPEC 1): records as they were read, and the items
 //! (messages and tool results) the policy works on, borrowing from the input bytes.
 
+mod content;
 mod event;
 mod reader;
-mod text;
 
 pub use event::Event;
 
+pub use content::{item_text, item_text_for_preview, text_of, EntryText};
 pub(crate) use reader::link_results;
 pub use reader::parse;
-pub use text::{ascii_literal, escape_at, find_special, item_text, item_text_for_preview, unescape_literal};
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;

@@ -174,7 +174,7 @@ fn chat_line() -> impl Strategy<Value = String> {
 fn python_dumps(v: &serde_json::Value) -> String {
     use serde_json::Value;
     match v {
-        Value::String(s) => rivumi_compact::transcript::ascii_literal(s),
+        Value::String(s) => rivumi_compact::text::ascii_literal(s),
         Value::Array(a) => format!("[{}]", a.iter().map(python_dumps).collect::<Vec<_>>().join(", ")),
         Value::Object(m) => format!(
             "{{{}}}",

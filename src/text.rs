@@ -1,0 +1,426 @@
+//! Text and JSON string literals, byte-exact: the primitives every reader, renderer and
+//! writer shares. Finding what a literal must escape, decoding an escape, unescaping and
+//! writing a literal, and the preview (folded, escaped, cut) that every summary line and
+//! message shows. Nothing here knows what a transcript is.
+
+use std::borrow::Cow;
+
+/// Folds runs of whitespace to one space, escapes control characters, and cuts the
+/// result at `max` characters (Unicode scalar values), marking a cut with `…`. One pass
+/// that stops at the cut: a preview of a megabyte costs what a preview of a line does.
+pub fn preview(s: &str, max: usize) -> String {
+    preview_cut(s, max).0
+}
+
+/// The preview, and whether it was cut.
+fn preview_cut(s: &str, max: usize) -> (String, bool) {
+    let mut p = Previewer::new(max, s.len());
+    p.text(s);
+    p.finish()
+}
+
+/// `preview` of the text a JSON string literal holds, made from the literal itself: the
+/// escapes are decoded as they are reached and nothing after the cut is read. `None`
+/// when the literal is not one (or holds an escape a parser refuses).
+pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
+    let body = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let b = body.as_bytes();
+    let mut p = Previewer::new(max, body.len());
+    let mut i = 0;
+    loop {
+        let next = memchr::memchr(b'\\', &b[i..]).map_or(b.len(), |k| i + k);
+        if !p.text(&body[i..next]) || next == b.len() {
+            return Some(p.finish());
+        }
+        let (c, len) = escape_at(body, next)?;
+        i = next + len;
+        if !p.char(c) {
+            return Some(p.finish());
+        }
+    }
+}
+
+/// The preview being made: fed text in order, it folds, escapes and counts, and says
+/// when it was cut (nothing more is wanted after that).
+struct Previewer {
+    out: String,
+    count: usize,
+    space: bool,
+    max: usize,
+    cut: bool,
+}
+
+impl Previewer {
+    fn new(max: usize, len: usize) -> Previewer {
+        Previewer { out: String::with_capacity(max.min(len) + 4), count: 0, space: false, max, cut: false }
+    }
+
+    fn finish(self) -> (String, bool) {
+        (self.out, self.cut)
+    }
+
+    /// Marks the cut; always `false` (the preview is complete).
+    fn cut(&mut self) -> bool {
+        self.out.push('…');
+        self.cut = true;
+        false
+    }
+
+    /// Feeds text; `false` once the preview is cut.
+    fn text(&mut self, s: &str) -> bool {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if !b[i].is_ascii_graphic() {
+                // ASCII whitespace (indentation, line ends) only marks a space to come.
+                if matches!(b[i], b' ' | b'\t'..=b'\r') {
+                    self.space = self.count > 0;
+                    i += 1;
+                    continue;
+                }
+                let c = s[i..].chars().next().expect("i is on a character boundary");
+                i += c.len_utf8();
+                if !self.char(c) {
+                    return false;
+                }
+                continue;
+            }
+            // The common case: printable ASCII with single spaces between words is
+            // already folded, and is copied as it is (a run never ends on a space).
+            // Never further than the cut: one byte past it is enough to know it is cut.
+            let room = self.max - self.count + usize::from(self.space);
+            let seg = &b[i..(i + room + 2).min(b.len())];
+            let mut run = 0;
+            while let Some(w) = seg.get(run..run + 8) {
+                if !is_folded_word(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
+                    break;
+                }
+                run += 8;
+            }
+            while let Some(&c) = seg.get(run) {
+                if c.is_ascii_graphic() {
+                    run += 1;
+                } else if c == b' ' && seg.get(run + 1).is_some_and(u8::is_ascii_graphic) {
+                    run += 2;
+                } else {
+                    break;
+                }
+            }
+            if self.space {
+                self.space = false;
+                if !self.push(' ') {
+                    return false;
+                }
+            }
+            let take = run.min(self.max - self.count);
+            self.out.push_str(&s[i..i + take]);
+            self.count += take;
+            if take < run {
+                return self.cut();
+            }
+            i += run;
+        }
+        true
+    }
+
+    /// Feeds one character; `false` once the preview is cut.
+    fn char(&mut self, c: char) -> bool {
+        if c.is_whitespace() {
+            self.space = self.count > 0;
+            return true;
+        }
+        if self.space {
+            self.space = false;
+            if !self.push(' ') {
+                return false;
+            }
+        }
+        if crate::ui::is_unsafe(c) {
+            return crate::ui::escape(c.encode_utf8(&mut [0; 4])).chars().all(|e| self.push(e));
+        }
+        self.push(c)
+    }
+
+    /// Shows one character unless the preview is full; `false` once it is cut.
+    fn push(&mut self, c: char) -> bool {
+        if self.count == self.max {
+            return self.cut();
+        }
+        self.out.push(c);
+        self.count += 1;
+        true
+    }
+}
+
+/// Whether eight bytes (after a printable one) are already folded text: printable
+/// ASCII and single spaces, the last byte not a space.
+#[allow(clippy::many_single_char_names)]
+fn is_folded_word(w: u64) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // Some byte below a space, or from DEL up (each test exact for "some byte").
+    let below = w.wrapping_sub(LOW * 0x20) & !w & HIGH;
+    let above = (((w & SEVEN) + LOW) | w) & HIGH;
+    // The spaces, exactly: the high bit of each byte that is 0x20.
+    let t = w ^ (LOW * 0x20);
+    let spaces = !(((t & SEVEN) + SEVEN) | t) & HIGH;
+    below | above == 0 && spaces & (spaces << 8) == 0 && spaces >> 63 == 0
+}
+
+/// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); the runs with nothing
+/// to escape are found sixteen bytes at a time and copied whole.
+pub fn push_json_str(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    loop {
+        let i = find_special(b, start);
+        out.push_str(&s[start..i]);
+        let Some(&c) = b.get(i) else { break };
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(c >> 4)]));
+                out.push(char::from(HEX[usize::from(c & 0xf)]));
+            }
+        }
+        start = i + 1;
+    }
+    out.push('"');
+}
+
+/// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
+pub fn cut(s: &str, max: usize) -> String {
+    // At most `max` characters fit in `max` bytes' worth of ASCII and no fewer.
+    if s.len() <= max {
+        return s.to_string();
+    }
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((at, _)) => {
+            let mut out = String::with_capacity(at + 3);
+            out.push_str(&s[..at]);
+            out.push('…');
+            out
+        }
+    }
+}
+
+/// The value of a JSON string literal that a JSON parser has already checked (a
+/// `RawValue`): borrowed when it holds no escape, decoded into one buffer of the right
+/// size otherwise (no parser state made for it). `None` for a surrogate escape that is
+/// not half of a pair, as the parser would refuse it.
+pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
+    let body = raw.strip_prefix('"')?.strip_suffix('"')?;
+    let b = body.as_bytes();
+    let Some(first) = memchr::memchr(b'\\', b) else { return Some(Cow::Borrowed(body)) };
+    let mut out = String::with_capacity(body.len());
+    out.push_str(&body[..first]);
+    let mut i = first;
+    while i < b.len() {
+        let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
+            out.push_str(&body[i..]);
+            break;
+        };
+        out.push_str(&body[i..i + k]);
+        i += k;
+        let (c, len) = escape_at(body, i)?;
+        out.push(c);
+        i += len;
+    }
+    Some(Cow::Owned(out))
+}
+
+/// The index of the first byte from `i` on that a JSON string literal cannot hold as
+/// it is — a quote, a backslash or a control character (below 0x20) — or `b.len()`.
+/// Sixteen bytes at a time (SSE2, which every x86-64 has), then a byte at a time.
+pub fn find_special(b: &[u8], i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 processor has it.
+    let i = unsafe { find_special_sse2(b, i) };
+    b.get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20))
+        .map_or(b.len(), |k| i + k)
+}
+
+/// [`find_special`] sixteen bytes at a time: the index of the first special byte, or of
+/// the first of the last (fewer than sixteen) bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn find_special_sse2(b: &[u8], mut i: usize) -> usize {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let (quote, backslash, control) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8), _mm_set1_epi8(0x1f));
+    while let Some(chunk) = b.get(i..i + 16) {
+        // SAFETY: `chunk` is 16 readable bytes, and the load needs no alignment.
+        let v = unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) };
+        // A byte is a control character when max(byte, 0x1f) is 0x1f (unsigned).
+        let hits = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+            _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
+        );
+        let mask = _mm_movemask_epi8(hits).cast_unsigned();
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    i
+}
+
+/// The character of the escape at `i` of a JSON string's body (which starts with `\`)
+/// and the escape's length; a `\u` surrogate pair is one character. `None` for an
+/// escape a parser refuses (an unknown letter, a surrogate that is not half of a pair).
+pub fn escape_at(body: &str, i: usize) -> Option<(char, usize)> {
+    let b = body.as_bytes();
+    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(body.get(at..at + 4)?, 16).ok() };
+    let c = match *b.get(i + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let cp = hex(i + 2)?;
+            return match cp {
+                0xD800..=0xDBFF => {
+                    let low = (b.get(i + 6..i + 8) == Some(b"\\u")).then(|| hex(i + 8)).flatten()?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    Some((char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?, 12))
+                }
+                0xDC00..=0xDFFF => None,
+                _ => Some((char::from_u32(cp)?, 6)),
+            };
+        }
+        _ => return None,
+    };
+    Some((c, 2))
+}
+
+/// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`
+/// (surrogate pairs above the BMP), as Python's `json.dumps` writes by default: the
+/// other way of writing a string, for the tests of what reads one.
+#[doc(hidden)]
+pub fn ascii_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if (c.is_ascii_graphic() || c == ' ') && c != '"' && c != '\\' {
+            out.push(c);
+        } else {
+            for u in c.encode_utf16(&mut [0u16; 2]) {
+                out.push_str(&format!("\\u{u:04X}"));
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// The definition `preview` must keep: fold, escape, then cut.
+    fn reference(s: &str, max: usize) -> String {
+        let folded = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        super::cut(&crate::ui::escape(&folded), max)
+    }
+
+    proptest! {
+        #[test]
+        fn json_strings_are_escaped_as_serde_json_escapes_them(s in "[a-z \"\\\\/\n\t\r\u{0}-\u{1f}\u{7f}é€🙂]{0,70}") {
+            let mut out = String::new();
+            super::push_json_str(&mut out, &s);
+            prop_assert_eq!(out, serde_json::to_string(&s).unwrap());
+        }
+
+        #[test]
+        fn a_preview_of_a_literal_is_the_preview_of_its_text(
+            s in "[a-z~!{}\" \\n\\t\\r\u{1}\u{1b}\u{202e}é🙂\u{a0}\\\\/]{0,80}", max in 0usize..40,
+        ) {
+            let want = super::preview_cut(&s, max);
+            prop_assert_eq!(super::preview_json(&serde_json::to_string(&s).unwrap(), max), Some(want.clone()));
+            prop_assert_eq!(super::preview_json(&super::ascii_literal(&s), max), Some(want));
+        }
+
+        #[test]
+        fn preview_is_fold_escape_cut(s in "[a-z~!{}\" \\n\\t\\x0b\\x0c\\r\u{1}\u{1c}\u{7f}\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,80}", max in 0usize..40) {
+            prop_assert_eq!(super::preview(&s, max), reference(&s, max));
+        }
+    }
+
+    #[test]
+    fn folded_words_are_found_exactly() {
+        // Every byte at every place, beside printable ones and spaces.
+        for at in 0..8 {
+            for b in 0..=255u8 {
+                for fill in [b'a', b' '] {
+                    let mut w = [b'x'; 8];
+                    w[at] = b;
+                    if at > 0 {
+                        w[at - 1] = fill;
+                    }
+                    let want =
+                        w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
+                    assert_eq!(super::is_folded_word(u64::from_le_bytes(w)), want, "{w:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special_bytes_are_found_wherever_they_are() {
+        // Every byte value at every place of a buffer longer than two SIMD chunks, and
+        // searches starting on either side of it.
+        for len in [0, 1, 15, 16, 17, 40] {
+            for at in 0..len {
+                for c in 0..=255u8 {
+                    let mut b = vec![b'a'; len];
+                    b[at] = c;
+                    let special = c == b'"' || c == b'\\' || c < 0x20;
+                    for from in [0, at, at + 1] {
+                        let want = if special && from <= at { at } else { len };
+                        assert_eq!(super::find_special(&b, from), want, "len {len}, byte {c} at {at}, from {from}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unescaping_refuses_what_the_parser_refuses() {
+        for bad in [r#""\ud83d""#, r#""\ude00""#, r#""\ud83d\u0041""#, r#""\q""#, r#""\u12""#] {
+            assert_eq!(super::unescape_literal(bad), None, "{bad}");
+            assert!(serde_json::from_str::<String>(bad).is_err(), "{bad}");
+        }
+        assert_eq!(super::unescape_literal(r#""a\/b\b\f""#).unwrap(), "a/b\u{8}\u{c}");
+    }
+
+    proptest! {
+        /// Unescaping gives what the JSON parser gives, for both ways of writing a string.
+        #[test]
+        fn unescaping_is_what_the_parser_reads(s in "[a-z \"\\\\/\n\t\r\u{1}\u{8}\u{c}é€🙂\u{7ff}\u{ffff}]{0,40}") {
+            let literal = serde_json::to_string(&s).unwrap();
+            let ascii = super::ascii_literal(&s);
+            prop_assert_eq!(super::unescape_literal(&literal).map(std::borrow::Cow::into_owned), Some(s.clone()));
+            prop_assert_eq!(super::unescape_literal(&ascii).map(std::borrow::Cow::into_owned), Some(s.clone()));
+        }
+    }
+}
