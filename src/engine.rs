@@ -23,7 +23,7 @@ pub struct Settings {
     /// The input format the user named (`Auto` detects).
     pub input_format: InputFormat,
     /// The format compacted transcripts are written in.
-    pub output_format: crate::output::OutputFormat,
+    pub output_format: crate::formats::OutputFormat,
     /// `--output-format openai`: each line says where it comes from (under `rivumi`).
     pub provenance: bool,
     /// Dataset mode: leave bad lines out of the output instead of echoing them.
@@ -171,7 +171,7 @@ pub struct Processed<'a> {
     pub plan: Plan,
     pub warnings: Vec<String>,
     /// The format the transcript is written in.
-    pub output_format: crate::output::OutputFormat,
+    pub output_format: crate::formats::OutputFormat,
     /// Whether a chat line says where it comes from.
     pub provenance: bool,
     /// The input as read and its format, kept when the transcript is written back in
@@ -347,27 +347,4 @@ pub fn over_window(
         "{}: the occupancy {used} is above the {window}-token context window{whose}: that window cannot be the one the session ran with; set runtime.context_window (--context-window)",
         name.display()
     ))
-}
-
-/// For a library caller (the Python package): the decision for a transcript file, as
-/// `decide --json` prints it (with the per-turn rows).
-pub fn decide_file(path: &Path, settings: &Settings) -> Result<String> {
-    let raw = crate::source::Opened::file(path)?.read_all()?;
-    let canonical = crate::formats::import(raw, path, settings.input_format)?;
-    let mut s = settings.clone();
-    (s.input_format, s.dry_run) = (canonical.format, true);
-    let done = process(&canonical.bytes, path, &s).map_err(|e| canonical.relocate(e))?;
-    Ok(crate::report::decision_with_turns(&done))
-}
-
-/// For a library caller: `replay --json` of a transcript file, under `profile` (the
-/// profile of the file's agent when `None`).
-pub fn replay_file(path: &Path, settings: &Settings, profile: Option<config::Profile>) -> Result<String> {
-    let raw = crate::source::Opened::file(path)?.read_all()?;
-    let canonical = crate::formats::import(raw, path, settings.input_format)?;
-    let s = settings.clone().with_profile(profile.unwrap_or_else(|| config::Profile::of_format(canonical.format)));
-    let t = transcript::parse(&canonical.bytes, path).map_err(|e| canonical.relocate(e))?;
-    let layered = s.config_for(t.session.as_ref(), path)?;
-    let r = crate::replay::replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
-    Ok(r.json_lines())
 }

@@ -4,17 +4,38 @@
 //! 1. read: [`source`] (bytes, read once) → [`formats`] (importers, detection) →
 //!    [`transcript`] (the canonical model, a borrowed view of the bytes);
 //! 2. configure: [`config`] (typed layers: defaults < session < file < flags);
-//! 3. measure: [`tokens`] and [`policy`]'s cumulative usage and occupancy;
-//! 4. decide and compact: [`policy`] proposes (two denominators, fallback, checkpoint,
-//!    lifecycle); [`engine`] applies the user's verdicts ([`hooks`]) once;
-//! 5. re-anchor: [`reanchor`] gathers facts, [`render`] writes every text;
-//! 6. write: [`output`] (transcript, out-dir, atomic files), [`report`], [`stats`],
-//!    [`check`], [`validate`]; [`dataset`] runs steps 1–6 per line of a dataset;
-//!    [`replay`] walks steps 1–3 point by point (profiles: [`config::Profile`]) and
-//!    [`chart`] draws what it found.
+//! 3. measure: [`tokens`] (estimates and real tokenizers);
+//! 4. re-anchor: [`reanchor`] gathers the facts, [`render`] writes every text the tool
+//!    injects (the summary, the reminder, the block);
+//! 5. decide: [`policy`] measures and proposes (two denominators, fallback, checkpoint,
+//!    lifecycle) a typed plan; it weighs the texts it appends, so it sits above them;
+//! 6. apply: [`engine`] runs the user's verdicts ([`hooks`]) once and gives the plan;
+//! 7. write: [`output`] (canonical JSONL, chat lines, out-dir, atomic files),
+//!    [`resume`] (Claude Code and Codex sessions), [`report`] (what was decided);
+//! 8. modes: [`dataset`] runs steps 1–7 per line of a dataset, [`stats`], [`replay`]
+//!    (steps 1–3 point by point) and [`chart`], [`check`] (golden cases), [`validate`];
+//! 9. edge: [`cli`] parses, calls and prints.
 //!
-//! Around them: [`cli`] (the command line), [`batch`] and [`signals`] (many inputs,
-//! clean stops), [`ui`] (the one printer people read), [`error`] (errors and exit codes).
+//! Beneath them all, the leaf: [`error`] (errors and exit codes), [`ui`] (the one
+//! printer people read), [`text`] (text and JSON string literals), [`signals`] and
+//! [`batch`] (clean stops, many inputs).
+//!
+//! The layers, from the bottom. A module uses only modules of its own layer or of the
+//! layers below it, and no two modules use each other (`tests/it/layers.rs` reads this
+//! table and fails on any other edge):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | leaf | error, ui, text, signals, batch |
+//! | read | source, transcript, formats |
+//! | configure | config |
+//! | measure | tokens |
+//! | re-anchor | render, reanchor |
+//! | decide | policy |
+//! | apply | hooks, engine |
+//! | write | resume, output, report |
+//! | modes | stats, dataset, replay, chart, check, validate |
+//! | edge | cli |
 //!
 //! A library caller builds a typed configuration and processes bytes:
 //!
@@ -40,7 +61,6 @@ pub mod engine;
 pub mod error;
 pub mod formats;
 pub mod hooks;
-pub mod manpage;
 pub mod output;
 pub mod policy;
 pub mod reanchor;

@@ -436,3 +436,20 @@ impl Summary {
         )
     }
 }
+
+/// For a library caller: `replay --json` of a transcript file, under `profile` (the
+/// profile of the file's agent when `None`).
+pub fn replay_file(
+    path: &std::path::Path,
+    settings: &crate::engine::Settings,
+    profile: Option<crate::config::Profile>,
+) -> crate::error::Result<String> {
+    let raw = crate::source::Opened::file(path)?.read_all()?;
+    let canonical = crate::formats::import(raw, path, settings.input_format)?;
+    let s =
+        settings.clone().with_profile(profile.unwrap_or_else(|| crate::config::Profile::of_format(canonical.format)));
+    let t = crate::transcript::parse(&canonical.bytes, path).map_err(|e| canonical.relocate(e))?;
+    let layered = s.config_for(t.session.as_ref(), path)?;
+    let r = replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
+    Ok(r.json_lines())
+}

@@ -200,3 +200,14 @@ fn bucket(rows: Vec<TurnRow>) -> Vec<(String, TurnRow)> {
         })
         .collect()
 }
+
+/// For a library caller (the Python package): the decision for a transcript file, as
+/// `decide --json` prints it (with the per-turn rows).
+pub fn decide_file(path: &std::path::Path, settings: &crate::engine::Settings) -> crate::error::Result<String> {
+    let raw = crate::source::Opened::file(path)?.read_all()?;
+    let canonical = crate::formats::import(raw, path, settings.input_format)?;
+    let mut s = settings.clone();
+    (s.input_format, s.dry_run) = (canonical.format, true);
+    let done = crate::engine::process(&canonical.bytes, path, &s).map_err(|e| canonical.relocate(e))?;
+    Ok(decision_with_turns(&done))
+}

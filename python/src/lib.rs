@@ -182,7 +182,7 @@ fn decide(
     input_format: Option<&str>,
 ) -> PyResult<String> {
     let s = settings(config, profile, input_format)?;
-    py.allow_threads(|| rivumi_compact::engine::decide_file(Path::new(path), &s)).map_err(to_py)
+    py.allow_threads(|| rivumi_compact::report::decide_file(Path::new(path), &s)).map_err(to_py)
 }
 
 /// `replay --json` of a transcript file, under the profile of its agent unless named.
@@ -197,7 +197,7 @@ fn replay(
 ) -> PyResult<String> {
     let s = settings(config, None, input_format)?;
     let profile = profile.map(|p| value_enum::<Profile>("profile", p)).transpose()?;
-    py.allow_threads(|| rivumi_compact::engine::replay_file(Path::new(path), &s, profile)).map_err(to_py)
+    py.allow_threads(|| rivumi_compact::replay::replay_file(Path::new(path), &s, profile)).map_err(to_py)
 }
 
 #[pymodule]

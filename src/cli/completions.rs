@@ -18,6 +18,6 @@ pub(super) fn completions(shell: Shell) -> Result<Exit> {
 }
 
 pub(super) fn man() -> Result<Exit> {
-    let page = crate::manpage::render();
+    let page = super::manpage::render();
     stdout_write(|w| w.write_all(&page))
 }

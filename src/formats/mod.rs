@@ -74,6 +74,31 @@ impl std::fmt::Display for InputFormat {
     }
 }
 
+/// The format a compacted transcript is written in (`--output-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Canonical JSONL (SPEC 1); dataset mode keeps its own format.
+    #[default]
+    Canonical,
+    /// One OpenAI chat line per transcript (`{"messages":[…]}`), as dataset mode reads it.
+    Openai,
+    /// The Claude Code session with the compaction recorded as Claude Code records it.
+    ClaudeCode,
+    /// The Codex rollout with the compaction recorded as Codex records it.
+    Codex,
+}
+
+impl OutputFormat {
+    /// The input format a resumable output needs.
+    pub fn resumes(self) -> Option<InputFormat> {
+        match self {
+            OutputFormat::ClaudeCode => Some(InputFormat::ClaudeCode),
+            OutputFormat::Codex => Some(InputFormat::Codex),
+            _ => None,
+        }
+    }
+}
+
 /// A transcript in canonical form, with the format it came from and importer warnings.
 pub struct Canonical {
     pub bytes: crate::source::Source,

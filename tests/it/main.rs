@@ -13,6 +13,7 @@ mod golden;
 mod hooks;
 mod hostile;
 mod hostile_surfaces;
+mod layers;
 mod properties;
 mod readme;
 mod realdata;

@@ -1,7 +1,7 @@
 //! The man page, generated from the clap definitions plus the sections clap does not
 //! know (configuration keys, reason codes, exit codes). `man/rivumi-compact.1` is its output.
 
-use crate::cli::Cli;
+use super::Cli;
 use clap::CommandFactory;
 use clap_mangen::roff::{roman, Roff};
 

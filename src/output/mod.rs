@@ -1,7 +1,10 @@
 //! Writing results: the compacted transcript (kept records copied through byte for
 //! byte), the out-dir layout, and atomic writes (temporary file, then rename).
 
+pub mod chat;
+
 use crate::error::Error;
+use crate::formats::OutputFormat;
 use crate::policy::{steps, Plan, Step, Walk};
 use crate::signals;
 use crate::transcript::Transcript;
@@ -258,31 +261,6 @@ fn remove_stale(real: &Path, files: &[&str]) -> io::Result<()> {
     Ok(())
 }
 
-/// The format a compacted transcript is written in (`--output-format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// Canonical JSONL (SPEC 1); dataset mode keeps its own format.
-    #[default]
-    Canonical,
-    /// One OpenAI chat line per transcript (`{"messages":[…]}`), as dataset mode reads it.
-    Openai,
-    /// The Claude Code session with the compaction recorded as Claude Code records it.
-    ClaudeCode,
-    /// The Codex rollout with the compaction recorded as Codex records it.
-    Codex,
-}
-
-impl OutputFormat {
-    /// The input format a resumable output needs.
-    pub fn resumes(self) -> Option<crate::formats::InputFormat> {
-        match self {
-            OutputFormat::ClaudeCode => Some(crate::formats::InputFormat::ClaudeCode),
-            OutputFormat::Codex => Some(crate::formats::InputFormat::Codex),
-            _ => None,
-        }
-    }
-}
-
 /// The outputs of one run, by the file name `--out-dir` gives each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -313,7 +291,7 @@ impl Output {
             Output::Transcript => match done.output_format {
                 OutputFormat::Canonical => write_transcript(w, &done.transcript, &done.plan),
                 OutputFormat::Openai => {
-                    w.write_all(crate::dataset::chat_line(done).as_bytes())?;
+                    w.write_all(chat::chat_line(done).as_bytes())?;
                     w.write_all(b"\n")
                 }
                 OutputFormat::ClaudeCode | OutputFormat::Codex => match &done.original {
