@@ -41,7 +41,11 @@ pub fn svg(r: &Replay, title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r##"<rect width="{W}" height="{H}" fill="#ffffff"/>"##);
-    let what = if r.summary.path == "conversation" { "context occupancy" } else { "cumulative task usage" };
+    let what = if r.summary.path == crate::policy::PressurePath::Conversation {
+        "context occupancy"
+    } else {
+        "cumulative task usage"
+    };
     let _ = writeln!(
         s,
         r#"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"#,

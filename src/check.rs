@@ -114,7 +114,8 @@ pub struct FileReport {
 }
 
 /// The kind of a case, from its `args` and its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 enum Kind {
     Transcript,
     Dataset,
@@ -122,12 +123,9 @@ enum Kind {
 }
 
 impl Kind {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     fn as_str(self) -> &'static str {
-        match self {
-            Kind::Transcript => "transcript",
-            Kind::Dataset => "dataset",
-            Kind::Replay => "replay",
-        }
+        self.into()
     }
 
     /// The expected files a case of this kind may hold.

@@ -117,13 +117,34 @@ pub enum Estimator {
 }
 
 /// Evaluation points of a trigger (SPEC 12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum EvaluateAt {
-    /// At each completed turn.
+    /// At each completed turn (when the profile sets none).
+    #[default]
     CompletedTurns,
     /// After each model call, with the tool results that arrived before the next.
     ModelCalls,
+}
+
+impl EvaluateAt {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
 }
 
 impl Config {
@@ -236,24 +257,48 @@ pub struct Hooks {
     pub timeout_secs: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum RuntimeKind {
     Conversation,
     AgentRunner,
 }
 
 impl RuntimeKind {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            RuntimeKind::Conversation => "conversation",
-            RuntimeKind::AgentRunner => "agent-runner",
-        }
+        self.into()
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Tokenizer {
     Heuristic,
     O200k,
@@ -261,12 +306,9 @@ pub enum Tokenizer {
 }
 
 impl Tokenizer {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Tokenizer::Heuristic => "heuristic",
-            Tokenizer::O200k => "o200k",
-            Tokenizer::Cl100k => "cl100k",
-        }
+        self.into()
     }
 }
 
@@ -325,8 +367,21 @@ pub const EXECUTABLE: &[&str] =
     &["hooks.pre_compact", "hooks.post_compact", "hooks.timeout_secs", "summarizer", "summarizer_timeout_secs"];
 
 /// A named preset of how a runtime decides to compact (SPEC 12, `--profile`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    clap::ValueEnum,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Profile {
     /// SPEC 3 to 6 as written.
     #[default]
@@ -338,12 +393,9 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Rivumi => "rivumi",
-            Profile::ClaudeCode => "claude-code",
-            Profile::Codex => "codex",
-        }
+        self.into()
     }
 
     /// The keys the profile sets. Sources, checked against recorded sessions:

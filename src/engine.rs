@@ -101,10 +101,11 @@ impl Settings {
     /// Keys the user set (`--config` or flags) that cannot act on the path this
     /// transcript takes, each with the flag that would make it act (SPEC 12).
     pub fn inert(&self, config: &Config, name: &Path) -> Vec<String> {
-        let (path, other, flag) = match config.runtime.kind {
-            config::RuntimeKind::Conversation => ("conversation", "agent-runner", "--runtime agent-runner"),
-            config::RuntimeKind::AgentRunner => ("agent-runner", "conversation", "--runtime conversation"),
+        let other = match config.runtime.kind {
+            config::RuntimeKind::Conversation => config::RuntimeKind::AgentRunner,
+            config::RuntimeKind::AgentRunner => config::RuntimeKind::Conversation,
         };
+        let (path, other) = (config.runtime.kind.as_str(), other.as_str());
         let keys: &[(&str, &str)] = match config.runtime.kind {
             config::RuntimeKind::Conversation => &[("task.max_total_tokens", "--max-total-tokens")],
             // The context window still shows in the agent runner's re-anchor block.
@@ -116,7 +117,7 @@ impl Settings {
             .filter(|(k, _)| self.layers.sets(k))
             .map(|(k, f)| {
                 format!(
-                    "{}: {k} ({f}) does not act on the {path} path this transcript takes; it acts on the {other} path: add {flag}",
+                    "{}: {k} ({f}) does not act on the {path} path this transcript takes; it acts on the {other} path: add --runtime {other}",
                     name.display()
                 )
             })

@@ -7,7 +7,7 @@
 //! `decide` can never disagree on what a point measures.
 
 use crate::config::{Config, Estimator, EvaluateAt, RuntimeKind};
-use crate::policy::{CumulativeUsage, Event, Figure, Occupancy};
+use crate::policy::{CumulativeUsage, Event, Figure, Occupancy, PressurePath};
 use crate::tokens;
 use crate::transcript::{RecordKind, Synthetic, Transcript};
 use serde::Serialize;
@@ -56,8 +56,8 @@ pub struct Summary {
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub profile: String,
-    pub path: &'static str,
-    pub evaluate_at: &'static str,
+    pub path: PressurePath,
+    pub evaluate_at: EvaluateAt,
     pub points: usize,
     pub recorded_auto: usize,
     pub recorded_manual: usize,
@@ -366,11 +366,8 @@ fn summarize(points: &[Point], profile: &str, conversation: bool, at: EvaluateAt
     let mut s = Summary {
         kind: "summary",
         profile: profile.to_string(),
-        path: if conversation { "conversation" } else { "agent-runner" },
-        evaluate_at: match at {
-            EvaluateAt::CompletedTurns => "completed-turns",
-            EvaluateAt::ModelCalls => "model-calls",
-        },
+        path: if conversation { PressurePath::Conversation } else { PressurePath::AgentRunner },
+        evaluate_at: at,
         points: points.len(),
         ..Summary::default()
     };

@@ -62,7 +62,10 @@ fn report(r: &Replay, name: &str, chosen: bool) -> String {
     let whose = if chosen { "" } else { " (the input's agent's; --profile names another)" };
     let mut out = format!(
         "{name}: {} profile{whose}, {} path, evaluated at {} ({} points); {trigger}\n",
-        s.profile, s.path, s.evaluate_at, s.points
+        s.profile,
+        s.path.as_str(),
+        s.evaluate_at.as_str(),
+        s.points
     );
     let rows: Vec<&Point> = r.points.iter().filter(|p| p.fired || p.recorded.is_some()).collect();
     if rows.is_empty() {
@@ -150,7 +153,11 @@ fn write_firings(
         if !prefix.ends_with(b"\n") {
             prefix.push(b'\n');
         }
-        let mut settings = if r.summary.path == "conversation" { checkpoint.clone() } else { fallback.clone() };
+        let mut settings = if r.summary.path == crate::policy::PressurePath::Conversation {
+            checkpoint.clone()
+        } else {
+            fallback.clone()
+        };
         settings.manual = true;
         let mut done = engine::process(&prefix, &input.path, &settings)?;
         if !done.plan.changes() {
@@ -176,9 +183,9 @@ fn layered_threshold(s: &Settings, t: &Transcript<'_>, file: &Path) -> Result<f6
 /// the figures of the path the compaction was carried out on (a mid-turn conversation
 /// point is compacted with the fallback), whose reasons are left out with them.
 fn describe_firing(plan: &mut crate::policy::Plan, p: &Point, summary: &crate::replay::Summary, threshold: f64) {
-    use crate::policy::{PressurePath, ReasonCode, Trigger};
+    use crate::policy::{ReasonCode, Trigger};
     let d = &mut plan.decision;
-    d.path = if summary.path == "conversation" { PressurePath::Conversation } else { PressurePath::AgentRunner };
+    d.path = summary.path;
     d.denominator = d.path.denominator();
     (d.used, d.limit, d.ratio, d.estimated) = (Some(p.used), p.limit, p.ratio, p.estimated);
     d.threshold = threshold;

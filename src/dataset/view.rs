@@ -11,7 +11,7 @@
 
 use super::scan::Scan;
 use crate::formats::openai::NAME_PREFIX;
-use crate::transcript::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
+use crate::transcript::{Call, Item, ItemKind, Mark, Record, RecordKind, Role, Transcript, Usage};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -33,7 +33,8 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
     let mut names: rustc_hash::FxHashMap<Cow<'_, str>, Cow<'_, str>> = rustc_hash::FxHashMap::default();
     let mut turn = 0usize;
     for (k, (m, span)) in parsed.messages.into_iter().zip(&spans.messages).enumerate() {
-        let synthetic = m.name.as_deref().and_then(|n| n.strip_prefix(NAME_PREFIX)).map(|s| Cow::Owned(s.to_string()));
+        let synthetic =
+            m.name.as_deref().and_then(|n| n.strip_prefix(NAME_PREFIX)).map(|s| Mark::of(Cow::Owned(s.to_string())));
         let role = match m.role.as_deref()? {
             "tool" => None,
             "system" => Some(Role::System),

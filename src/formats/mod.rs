@@ -30,8 +30,21 @@ pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
 pub const DEFAULT_SHELL_TOOLS: &[&str] = &["bash", "shell", "exec_command", "local_shell", "Bash"];
 
 /// An input format (`--input-format`); `Auto` detects one of the others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    clap::ValueEnum,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum InputFormat {
     #[default]
     Auto,
@@ -44,16 +57,9 @@ pub enum InputFormat {
 }
 
 impl InputFormat {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            InputFormat::Auto => "auto",
-            InputFormat::Rivumi => "rivumi",
-            InputFormat::ClaudeCode => "claude-code",
-            InputFormat::Codex => "codex",
-            InputFormat::Openai => "openai",
-            InputFormat::SweAgent => "swe-agent",
-            InputFormat::Openhands => "openhands",
-        }
+        self.into()
     }
 
     /// The file extensions a directory or glob is searched for.

@@ -64,7 +64,7 @@ fn chat_item(t: &crate::transcript::Transcript<'_>, i: usize) -> Value {
             let mut m = Map::new();
             m.insert("role".into(), json!(role.as_str()));
             if let Some(kind) = &item.synthetic {
-                m.insert("name".into(), json!(format!("{NAME_PREFIX}{kind}")));
+                m.insert("name".into(), json!(format!("{NAME_PREFIX}{}", kind.as_str())));
             }
             m.insert("content".into(), json!(text));
             if !calls.is_empty() {

@@ -5,8 +5,11 @@
 use crate::formats::InputFormat;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Action {
     None,
     PressureReminder,
@@ -16,39 +19,29 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 5] = [
-        Action::None,
-        Action::PressureReminder,
-        Action::HistoryFallback,
-        Action::NativeCompactionRequested,
-        Action::LocalCheckpoint,
-    ];
-
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Action::None => "none",
-            Action::PressureReminder => "pressure_reminder",
-            Action::HistoryFallback => "history_fallback",
-            Action::NativeCompactionRequested => "native_compaction_requested",
-            Action::LocalCheckpoint => "local_checkpoint",
-        }
+        self.into()
     }
 }
 
 /// Which pressure path applies (also the re-anchor's `variant`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum PressurePath {
     Conversation,
+    /// The default runtime's (SPEC 2).
+    #[default]
     AgentRunner,
 }
 
 impl PressurePath {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            PressurePath::Conversation => "conversation",
-            PressurePath::AgentRunner => "agent-runner",
-        }
+        self.into()
     }
 
     /// The denominator this path compares with; the two never share one.
@@ -60,36 +53,38 @@ impl PressurePath {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Denominator {
     ContextWindow,
     MaxTotalTokens,
 }
 
 impl Denominator {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Denominator::ContextWindow => "context_window",
-            Denominator::MaxTotalTokens => "max_total_tokens",
-        }
+        self.into()
     }
 }
 
 /// Whether the user asked for compaction (`--manual`, like `/compact`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Trigger {
     Auto,
     Manual,
 }
 
 impl Trigger {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Auto => "auto",
-            Trigger::Manual => "manual",
-        }
+        self.into()
     }
 }
 

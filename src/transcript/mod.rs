@@ -75,7 +75,8 @@ pub enum RecordKind<'a> {
 }
 
 /// The kinds of records this tool injects (their `synthetic` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Synthetic {
     PressureReminder,
     HistorySummaryFallback,
@@ -84,18 +85,48 @@ pub enum Synthetic {
 }
 
 impl Synthetic {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// An item's `synthetic` field: a kind this tool injects, or a name it does not know
+/// (written by another version), kept as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark<'a> {
+    Known(Synthetic),
+    Other(Cow<'a, str>),
+}
+
+impl<'a> Mark<'a> {
+    /// The mark a `synthetic` value stands for.
+    pub fn of(name: Cow<'a, str>) -> Mark<'a> {
+        name.parse().map_or(Mark::Other(name), Mark::Known)
+    }
+
+    /// The name as the field holds it.
+    pub fn as_str(&self) -> &str {
         match self {
-            Synthetic::PressureReminder => "pressure_reminder",
-            Synthetic::HistorySummaryFallback => "history_summary_fallback",
-            Synthetic::Reanchor => "reanchor",
-            Synthetic::Checkpoint => "checkpoint",
+            Mark::Known(k) => k.as_str(),
+            Mark::Other(name) => name,
         }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+impl<'de: 'a, 'a> Deserialize<'de> for Mark<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Name<'b>(#[serde(borrow)] Cow<'b, str>);
+        Name::deserialize(d).map(|n| Mark::of(n.0))
+    }
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Role {
     System,
     Developer,
@@ -104,13 +135,9 @@ pub enum Role {
 }
 
 impl Role {
+    /// Its name as it is written (derived by the rule serde and clap use; `tests/it/names.rs` holds them equal).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::Developer => "developer",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
+        self.into()
     }
 }
 
@@ -179,7 +206,8 @@ pub struct Item<'a> {
     pub record: usize,
     pub id: Cow<'a, str>,
     pub turn: Option<Cow<'a, str>>,
-    pub synthetic: Option<Cow<'a, str>>,
+    /// The `synthetic` field: what the tool injected (SPEC 1); none for input items.
+    pub synthetic: Option<Mark<'a>>,
     pub kind: ItemKind<'a>,
     /// UTF-8 bytes of the text content (SPEC 1 "Estimated tokens").
     pub text_bytes: u64,
@@ -249,7 +277,7 @@ impl<'a> Item<'a> {
     }
 
     pub fn is_synthetic(&self, kind: Synthetic) -> bool {
-        self.synthetic.as_deref() == Some(kind.as_str())
+        matches!(self.synthetic, Some(Mark::Known(k)) if k == kind)
     }
 }
 

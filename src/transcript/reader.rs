@@ -299,7 +299,7 @@ struct MessageRec<'a> {
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(borrow, default)]
-    synthetic: Option<Cow<'a, str>>,
+    synthetic: Option<super::Mark<'a>>,
     #[serde(default)]
     summarized_usage: Option<SummarizedUsage>,
     #[serde(default)]
