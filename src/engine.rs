@@ -85,17 +85,23 @@ impl Settings {
     }
 
     /// Settings that apply a typed configuration over every transcript's session
-    /// record, as flags would.
+    /// record, as flags would. A value the configuration rules refuse (a budget of 0,
+    /// a threshold outside (0, 1]) is an error naming its key, as it would be in a file.
     ///
     /// ```
     /// use rivumi_compact::config::{Config, Task};
     /// use rivumi_compact::engine::Settings;
     /// let cfg = Config { task: Task { max_total_tokens: Some(100_000) }, ..Config::default() };
-    /// let settings = Settings::from_config(&cfg);
+    /// let settings = Settings::from_config(&cfg).unwrap();
+    /// let zero = Config { task: Task { max_total_tokens: Some(0) }, ..Config::default() };
+    /// assert!(Settings::from_config(&zero).unwrap_err().to_string().contains("task.max_total_tokens"));
     /// ```
-    pub fn from_config(cfg: &Config) -> Settings {
-        let Ok(Value::Object(flags)) = serde_json::to_value(cfg) else { unreachable!("a config is an object") };
-        Settings::new(None, &flags).expect("a typed configuration is valid")
+    pub fn from_config(cfg: &Config) -> Result<Settings> {
+        match serde_json::to_value(cfg) {
+            Ok(Value::Object(flags)) => Settings::new(None, &flags),
+            Ok(_) => Err(Error::Usage("a configuration is an object".into())),
+            Err(e) => Err(Error::Usage(format!("the configuration cannot be written: {e}"))),
+        }
     }
 
     /// Keys the user set (`--config` or flags) that cannot act on the path this

@@ -46,7 +46,7 @@
 //! {"type":"message","id":"a1","turn":"t1","role":"assistant","content":"hello","usage":{"input_tokens":90,"output_tokens":5}}
 //! "#;
 //! let cfg = Config { task: Task { max_total_tokens: Some(100) }, ..Config::default() };
-//! let done = engine::process(input, std::path::Path::new("example.jsonl"), &Settings::from_config(&cfg)).unwrap();
+//! let done = engine::process(input, std::path::Path::new("example.jsonl"), &Settings::from_config(&cfg).unwrap()).unwrap();
 //! assert_eq!(done.plan.decision.action.as_str(), "pressure_reminder");
 //! assert_eq!(done.plan.decision.used, Some(95));
 //! ```

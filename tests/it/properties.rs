@@ -208,7 +208,7 @@ fn same_outcome(line: &str, budget: u64, agent: bool) -> Result<(), TestCaseErro
         cfg.runtime.native_compaction = false;
         cfg.runtime.context_window = Some(budget);
     }
-    let mut settings = Settings::from_config(&cfg);
+    let mut settings = Settings::from_config(&cfg).unwrap();
     settings.input_format = rivumi_compact::formats::InputFormat::Openai;
     let file = Path::new("d.jsonl");
     let shape = |o: LineOutcome| match o {
