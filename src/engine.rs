@@ -7,6 +7,7 @@ use crate::config::{self, Config, Layered};
 use crate::error::{Error, Result};
 use crate::formats::InputFormat;
 use crate::hooks::{self, Verdict};
+use crate::inputs::Input;
 use crate::policy::{self, Action, Decision, Event, Options, Plan};
 use crate::transcript::{self, RecordKind, Transcript};
 use serde_json::{json, Map, Value};
@@ -354,4 +355,32 @@ pub fn over_window(
         "{}: the occupancy {used} is above the {window}-token context window{whose}: that window cannot be the one the session ran with; set runtime.context_window (--context-window)",
         name.display()
     ))
+}
+
+/// Reads one input and imports it (canonical JSONL bytes, and where they came from).
+pub fn load(input: &Input, format: InputFormat) -> Result<crate::formats::Canonical> {
+    let raw = input.read()?;
+    crate::formats::import(raw, &input.path, format)
+}
+
+/// Reads, imports and processes one input (a file, `-`, compressed or not, in any
+/// format), then hands the result to `f`: what every command does with one transcript.
+pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Processed<'_>) -> Result<T>) -> Result<T> {
+    let raw = input.read()?;
+    // The agent's own format is written from the input as read.
+    let original: Option<std::sync::Arc<[u8]>> = settings.output_format.resumes().map(|_| raw.to_vec().into());
+    let canonical = crate::formats::import(raw, &input.path, settings.input_format)?;
+    if let Some(needs) = settings.output_format.resumes().filter(|&f| f != canonical.format) {
+        return Err(Error::Usage(format!(
+            "--output-format {needs} writes a {needs} session back: {} is {}",
+            input.display_name(),
+            canonical.format
+        )));
+    }
+    let mut s = settings.clone();
+    s.input_format = canonical.format;
+    let mut done = process(&canonical.bytes, &input.path, &s).map_err(|e| canonical.relocate(e))?;
+    done.original = original.map(|o| (canonical.format, o));
+    done.warnings.splice(0..0, canonical.warnings);
+    f(&done)
 }

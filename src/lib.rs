@@ -1,8 +1,9 @@
 //! `rivumi-compact`: Rivumi's two-threshold compaction policy, offline, over agent
 //! transcripts. The data flow is the architecture, one module a step:
 //!
-//! 1. read: [`source`] (bytes, read once) → [`formats`] (importers, detection) →
-//!    [`transcript`] (the canonical model, a borrowed view of the bytes);
+//! 1. read: [`inputs`] (the files the arguments name) → [`source`] (bytes, read once) →
+//!    [`formats`] (importers, detection) → [`transcript`] (the canonical model, a
+//!    borrowed view of the bytes);
 //! 2. configure: [`config`] (typed layers: defaults < session < file < flags);
 //! 3. measure: [`tokens`] (estimates and real tokenizers);
 //! 4. re-anchor: [`reanchor`] gathers the facts, [`render`] writes every text the tool
@@ -27,7 +28,7 @@
 //! | layer | modules |
 //! |---|---|
 //! | leaf | error, ui, text, signals, batch |
-//! | read | source, transcript, formats |
+//! | read | source, transcript, formats, inputs |
 //! | configure | config |
 //! | measure | tokens |
 //! | re-anchor | render, reanchor |
@@ -61,6 +62,7 @@ pub mod engine;
 pub mod error;
 pub mod formats;
 pub mod hooks;
+pub mod inputs;
 pub mod output;
 pub mod policy;
 pub mod reanchor;

@@ -1,10 +1,10 @@
 //! Helpers the subcommands share: settings from flags, reading one input, printing.
 
-use super::inputs::{self, Input};
 use super::{ActionArgs, PolicyArgs};
-use crate::engine::{self, Processed, Settings};
+use crate::engine::{Processed, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::formats::InputFormat;
+use crate::inputs::{self, Input};
 use crate::ui;
 use std::io::{self, Write};
 use std::path::Path;
@@ -32,46 +32,6 @@ fn read_config_file(path: &Path) -> Result<serde_json::Value> {
         let (column, msg) = crate::error::serde_position(&e, line);
         Error::bad_line(path, e.line(), column, format!("invalid JSON: {msg}"))
     })
-}
-
-/// Reads one input and turns it into canonical JSONL bytes.
-pub(super) fn load(input: &Input, format: InputFormat) -> Result<crate::formats::Canonical> {
-    let raw = input.read()?;
-    crate::formats::import(raw, &input.path, format)
-}
-
-/// Reads, imports and processes one input, then hands the result to `f`.
-pub(super) fn with_processed<T>(
-    input: &Input,
-    settings: &Settings,
-    f: impl FnOnce(&Processed<'_>) -> Result<T>,
-) -> Result<T> {
-    let raw = input.read()?;
-    // The agent's own format is written from the input as read.
-    let original: Option<std::sync::Arc<[u8]>> = settings.output_format.resumes().map(|_| raw.to_vec().into());
-    let canonical = crate::formats::import(raw, &input.path, settings.input_format)?;
-    if let Some(needs) = settings.output_format.resumes().filter(|&f| f != canonical.format) {
-        return Err(Error::Usage(format!(
-            "--output-format {needs} writes a {needs} session back: {} is {}",
-            display(input),
-            canonical.format
-        )));
-    }
-    let mut s = settings.clone();
-    s.input_format = canonical.format;
-    let mut done = engine::process(&canonical.bytes, &input.path, &s).map_err(|e| canonical.relocate(e))?;
-    done.original = original.map(|o| (canonical.format, o));
-    done.warnings.splice(0..0, canonical.warnings);
-    f(&done)
-}
-
-/// An input's name as people see it.
-pub(super) fn display(input: &Input) -> String {
-    if input.is_stdin() {
-        "<stdin>".into()
-    } else {
-        ui::escape(&input.path.display().to_string())
-    }
 }
 
 pub(super) fn print_warnings(done: &Processed<'_>) {

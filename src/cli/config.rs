@@ -1,6 +1,6 @@
 //! `config`: the merged configuration and the layer each value came from.
 
-use super::common::{load, settings, single_input, stdout_write};
+use super::common::{settings, single_input, stdout_write};
 use super::ConfigArgs;
 use crate::error::{Exit, Result};
 use crate::formats::InputFormat;
@@ -10,7 +10,7 @@ use serde_json::{json, Map};
 pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
     let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
-    let canonical = load(&input, settings.input_format)?;
+    let canonical = crate::engine::load(&input, settings.input_format)?;
     let t = crate::transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
     layered.warnings.iter().for_each(|w| ui::warn(w));

@@ -1,12 +1,13 @@
 //! `decide`: the decision and its reasons for people (with the per-turn chart), or as
 //! JSON for programs; for a dataset, one decision per row (or the row `--line` names).
 
-use super::common::{for_each_row, print_warnings, settings, single_input, stdout_write, with_processed};
-use super::inputs::{self, Input};
+use super::common::{for_each_row, print_warnings, settings, single_input, stdout_write};
 use super::DecideArgs;
+use crate::engine::process_input;
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::formats::InputFormat;
+use crate::inputs::{self, Input};
 use std::io::Write;
 
 pub(super) fn decide(args: DecideArgs) -> Result<Exit> {
@@ -18,7 +19,7 @@ pub(super) fn decide(args: DecideArgs) -> Result<Exit> {
     if args.line.is_some() {
         return Err(Error::Usage("--line N picks a row of a dataset; this input is one transcript".into()));
     }
-    with_processed(&input, &settings, |done| {
+    process_input(&input, &settings, |done| {
         print_warnings(done);
         let text =
             if args.json { crate::report::decision_with_turns(done) } else { crate::report::decision_report(done) };

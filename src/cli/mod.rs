@@ -7,7 +7,6 @@ mod completions;
 mod config;
 mod dataset;
 mod decide;
-mod inputs;
 mod manpage;
 mod replay;
 mod run;

@@ -2,7 +2,7 @@
 //! session recorded; JSON Lines for programs, an SVG picture, and the compacted
 //! context at each predicted firing for dataset builders.
 
-use super::common::{display, load, settings, single_input, stdout_write};
+use super::common::{settings, single_input, stdout_write};
 use super::ReplayArgs;
 use crate::engine::{self, Settings};
 use crate::error::{Error, Exit, Result};
@@ -20,7 +20,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if let Some(path) = &args.svg {
         output::refuse_input(path, &super::run::real_paths(std::slice::from_ref(&input)), "--svg")?;
     }
-    let canonical = load(&input, settings.input_format)?;
+    let canonical = crate::engine::load(&input, settings.input_format)?;
     canonical.warnings.iter().for_each(|w| crate::ui::warn(w));
     let mut settings = settings;
     settings.input_format = canonical.format;
@@ -47,7 +47,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if let Some(dir) = &args.out_dir {
         write_firings(dir, &input, &t, &r, &settings, args.max_firings)?;
     }
-    let text = if args.json { r.json_lines() } else { report(&r, &display(&input), chosen) };
+    let text = if args.json { r.json_lines() } else { report(&r, &input.display_name(), chosen) };
     stdout_write(|w| w.write_all(text.as_bytes()))
 }
 
@@ -130,7 +130,7 @@ fn report(r: &Replay, name: &str, chosen: bool) -> String {
 /// runtime, the history fallback otherwise), as a `run --out-dir` folder.
 fn write_firings(
     dir: &Path,
-    input: &super::inputs::Input,
+    input: &crate::inputs::Input,
     t: &Transcript<'_>,
     r: &Replay,
     s: &Settings,
@@ -144,7 +144,7 @@ fn write_firings(
     if firings > max {
         crate::ui::warn(&format!(
             "{}: {firings} predicted firings; the first {max} are written (--max-firings N for more)",
-            super::common::display(input)
+            input.display_name()
         ));
     }
     for p in r.points.iter().filter(|p| p.fired).take(max) {

@@ -1,12 +1,13 @@
 //! `run`: one input to stdout, or many (or an out-dir) as a parallel batch; dataset
 //! mode for OpenAI-format files.
 
-use super::common::{display, jobs, print_warnings, settings, with_processed};
-use super::inputs::{self, Input};
+use super::common::{jobs, print_warnings, settings};
 use super::{Emit, RunArgs};
+use crate::engine::process_input;
 use crate::engine::{Processed, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::formats::OutputFormat;
+use crate::inputs::{self, Input};
 use crate::output::{self, OutDir, Output};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, IsTerminal, Write};
@@ -81,12 +82,12 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
     let out = args.out_dir.as_deref().map(|dir| out_dir(dir, inputs)).transpose()?;
     if inputs.len() == 1 && out.is_none() {
         let input = &inputs[0];
-        return with_processed(input, settings, |done| {
+        return process_input(input, settings, |done| {
             print_warnings(done);
             if let (Some(e), false) = (done.refusal(), args.dry_run) {
                 return Err(e);
             }
-            crate::ui::note(&format!("{}: {}", display(input), done.plan.decision.one_line()));
+            crate::ui::note(&format!("{}: {}", input.display_name(), done.plan.decision.one_line()));
             let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
             nothing_emitted_note(input, done, emit);
             if emit == Emit::Transcript {
@@ -131,7 +132,7 @@ fn run_batch(
     let mut single_error = None;
     let mut closed = None;
     let process = |input: &Input| {
-        with_processed(input, settings, |done| {
+        process_input(input, settings, |done| {
             if let Some(e) = done.refusal() {
                 return Err(e);
             }
@@ -139,7 +140,7 @@ fn run_batch(
                 output::write_out_dir(out, &input.out_name, done)?;
                 nothing_compacted_note(input, done);
             }
-            let line = format!("{}: {}", display(input), done.plan.decision.one_line());
+            let line = format!("{}: {}", input.display_name(), done.plan.decision.one_line());
             // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order;
             // decisions as JSON Lines that name their input.
             let mut emitted = Vec::new();
@@ -178,7 +179,7 @@ fn run_batch(
                 // One chat line per session, in input order, even for one that failed: a
                 // line that says so keeps the lines matched to the files.
                 if lines && args.output_format == OutputFormat::Openai {
-                    let line = failed_chat_line(&display(&inputs[k]), &e.to_string());
+                    let line = failed_chat_line(&inputs[k].display_name(), &e.to_string());
                     if let Err(e) = w.write_all(line.as_bytes()) {
                         closed = Some(e);
                         return false;
@@ -292,7 +293,7 @@ fn nothing_emitted_note(input: &Input, done: &Processed<'_>, emit: Emit) {
     if !rendered {
         crate::ui::note(&format!(
             "{}: no {what} was injected ({}), nothing to print",
-            display(input),
+            input.display_name(),
             done.plan.decision.action.as_str()
         ));
     }
@@ -304,7 +305,7 @@ fn nothing_compacted_note(input: &Input, done: &Processed<'_>) {
     if done.output_format.resumes().is_some() && !done.plan.refused() && !crate::resume::compacts(done) {
         crate::ui::note(&format!(
             "{}: no history was replaced ({}): the session is written as it was",
-            display(input),
+            input.display_name(),
             done.plan.decision.action.as_str()
         ));
     }

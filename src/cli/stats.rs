@@ -1,12 +1,13 @@
 //! `stats`: totals over many transcripts; decides as `run --dry-run` would (no hooks,
 //! no files).
 
-use super::common::{settings, stdout_write, with_processed};
-use super::inputs::{self, Input};
+use super::common::{settings, stdout_write};
 use super::StatsArgs;
+use crate::engine::process_input;
 use crate::engine::Settings;
 use crate::error::{Error, Exit, Result};
 use crate::formats::InputFormat;
+use crate::inputs::{self, Input};
 use crate::stats::Stats;
 use crate::ui;
 use std::io::{self, IsTerminal};
@@ -21,7 +22,7 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
         if let Some(format) = dataset {
             return dataset_stats(input, &settings, format);
         }
-        with_processed(input, &settings, |done| {
+        process_input(input, &settings, |done| {
             let mut one = Stats::new();
             one.add(done);
             Ok(one)

@@ -1,10 +1,10 @@
 //! `validate`: every broken invariant of the inputs, with file and line.
 
 use super::common::{for_each_row, stdout_write};
-use super::inputs;
 use super::ValidateArgs;
 use crate::error::{Exit, Result};
 use crate::formats::InputFormat;
+use crate::inputs;
 use crate::ui;
 use crate::validate::Violation;
 use std::path::PathBuf;

@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 
 mod scan;
+pub mod stream;
 mod view;
 
 /// The output line for a processed conversation: kept messages as they were, injected

@@ -33,6 +33,16 @@ pub struct Input {
 }
 
 impl Input {
+    /// Its name as people see it: `<stdin>`, or the path with anything that could drive
+    /// a terminal escaped.
+    pub fn display_name(&self) -> String {
+        if self.is_stdin() {
+            "<stdin>".into()
+        } else {
+            crate::ui::escape(&self.path.display().to_string())
+        }
+    }
+
     fn new(path: PathBuf, out_name: PathBuf) -> Input {
         Input { path, out_name, broken: Mutex::new(None), linked: false, opened: Mutex::new(None) }
     }
