@@ -450,3 +450,63 @@ pub fn replay_file(
     let r = replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
     Ok(r.json_lines())
 }
+
+/// At each predicted firing (the first `max`), the transcript up to that point
+/// compacted the way `run` would (a local checkpoint at a completed turn of a
+/// conversation runtime, the history fallback otherwise), its decision the firing's;
+/// each handed to `f` with its point.
+pub fn each_firing(
+    t: &Transcript<'_>,
+    r: &Replay,
+    s: &crate::engine::Settings,
+    file: &std::path::Path,
+    max: usize,
+    mut f: impl FnMut(&Point, &crate::engine::Processed<'_>) -> crate::error::Result<()>,
+) -> crate::error::Result<()> {
+    let flags = |v: serde_json::Value| s.with_flags(v.as_object().expect("an object"));
+    let checkpoint = flags(serde_json::json!({"runtime": {"native_compaction": false}}))?;
+    let fallback = flags(serde_json::json!({"runtime": {"kind": RuntimeKind::AgentRunner}}))?;
+    let threshold = s.config_for(t.session.as_ref(), file)?.config.threshold.as_f64();
+    for p in r.points.iter().filter(|p| p.fired).take(max) {
+        let end = t.records[p.record].span.end;
+        let mut prefix = t.src[..end].to_vec();
+        if !prefix.ends_with(b"\n") {
+            prefix.push(b'\n');
+        }
+        let conversation = r.summary.path == PressurePath::Conversation;
+        let mut settings = if conversation { checkpoint.clone() } else { fallback.clone() };
+        settings.manual = true;
+        let mut done = crate::engine::process(&prefix, file, &settings)?;
+        if !done.plan.changes() {
+            // Mid-turn a conversation runtime cannot checkpoint: the fallback can.
+            let mut settings = fallback.clone();
+            settings.manual = true;
+            done = crate::engine::process(&prefix, file, &settings)?;
+        }
+        describe_firing(&mut done.plan, p, &r.summary, threshold);
+        f(p, &done)?;
+    }
+    Ok(())
+}
+
+/// A firing folder's decision is the firing's (SPEC 12): the profile's path, the figure
+/// replay measured, the limit and the trigger it fired at, and trigger `auto` — never
+/// the figures of the path the compaction was carried out on (a mid-turn conversation
+/// point is compacted with the fallback), whose reasons are left out with them.
+fn describe_firing(plan: &mut crate::policy::Plan, p: &Point, summary: &Summary, threshold: f64) {
+    use crate::policy::{ReasonCode, Trigger};
+    let d = &mut plan.decision;
+    d.path = summary.path;
+    d.denominator = d.path.denominator();
+    (d.used, d.limit, d.ratio, d.estimated) = (Some(p.used), p.limit, p.ratio, p.estimated);
+    d.threshold = threshold;
+    d.trigger_tokens = p.fires_at;
+    d.trigger = Trigger::Auto;
+    let other_path = [
+        ReasonCode::MaxTotalTokensUnknown,
+        ReasonCode::ContextWindowUnknown,
+        ReasonCode::NativeCompactionNotAdvertised,
+        ReasonCode::BelowThreshold,
+    ];
+    d.reasons.retain(|r| !other_path.contains(&r.code));
+}

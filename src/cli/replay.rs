@@ -9,7 +9,6 @@ use crate::error::{Error, Exit, Result};
 use crate::output::{self, OutDir};
 use crate::replay::{Point, Replay};
 use crate::transcript::{self, Transcript};
-use serde_json::json;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -125,9 +124,7 @@ fn report(r: &Replay, name: &str, chosen: bool) -> String {
     out
 }
 
-/// `--out-dir`: at each predicted firing, the transcript up to that point compacted
-/// the way `run` would (a local checkpoint at a completed turn of a conversation
-/// runtime, the history fallback otherwise), as a `run --out-dir` folder.
+/// `--out-dir`: a `run --out-dir` folder per predicted firing (the first `max`).
 fn write_firings(
     dir: &Path,
     input: &crate::inputs::Input,
@@ -138,8 +135,6 @@ fn write_firings(
 ) -> Result<()> {
     let real: std::collections::HashSet<PathBuf> = std::fs::canonicalize(&input.path).into_iter().collect();
     let out = OutDir::create(dir, real)?;
-    let checkpoint = s.with_flags(json!({"runtime": {"native_compaction": false}}).as_object().expect("an object"))?;
-    let fallback = s.with_flags(json!({"runtime": {"kind": "agent-runner"}}).as_object().expect("an object"))?;
     let firings = r.points.iter().filter(|p| p.fired).count();
     if firings > max {
         crate::ui::warn(&format!(
@@ -147,55 +142,7 @@ fn write_firings(
             input.display_name()
         ));
     }
-    for p in r.points.iter().filter(|p| p.fired).take(max) {
-        let end = t.records[p.record].span.end;
-        let mut prefix = t.src[..end].to_vec();
-        if !prefix.ends_with(b"\n") {
-            prefix.push(b'\n');
-        }
-        let mut settings = if r.summary.path == crate::policy::PressurePath::Conversation {
-            checkpoint.clone()
-        } else {
-            fallback.clone()
-        };
-        settings.manual = true;
-        let mut done = engine::process(&prefix, &input.path, &settings)?;
-        if !done.plan.changes() {
-            // Mid-turn a conversation runtime cannot checkpoint: the fallback can.
-            let mut settings = fallback.clone();
-            settings.manual = true;
-            done = engine::process(&prefix, &input.path, &settings)?;
-        }
-        describe_firing(&mut done.plan, p, &r.summary, layered_threshold(s, t, &input.path)?);
-        let name = input.out_name.join(format!("call-{}", p.call));
-        output::write_out_dir(&out, &name, &done)?;
-    }
-    Ok(())
-}
-
-/// The profile's threshold for this transcript (what the firing was measured against).
-fn layered_threshold(s: &Settings, t: &Transcript<'_>, file: &Path) -> Result<f64> {
-    Ok(s.config_for(t.session.as_ref(), file)?.config.threshold.as_f64())
-}
-
-/// A firing folder's decision is the firing's (SPEC 12): the profile's path, the figure
-/// replay measured, the limit and the trigger it fired at, and trigger `auto` — never
-/// the figures of the path the compaction was carried out on (a mid-turn conversation
-/// point is compacted with the fallback), whose reasons are left out with them.
-fn describe_firing(plan: &mut crate::policy::Plan, p: &Point, summary: &crate::replay::Summary, threshold: f64) {
-    use crate::policy::{ReasonCode, Trigger};
-    let d = &mut plan.decision;
-    d.path = summary.path;
-    d.denominator = d.path.denominator();
-    (d.used, d.limit, d.ratio, d.estimated) = (Some(p.used), p.limit, p.ratio, p.estimated);
-    d.threshold = threshold;
-    d.trigger_tokens = p.fires_at;
-    d.trigger = Trigger::Auto;
-    let other_path = [
-        ReasonCode::MaxTotalTokensUnknown,
-        ReasonCode::ContextWindowUnknown,
-        ReasonCode::NativeCompactionNotAdvertised,
-        ReasonCode::BelowThreshold,
-    ];
-    d.reasons.retain(|r| !other_path.contains(&r.code));
+    crate::replay::each_firing(t, r, s, &input.path, max, |p, done| {
+        output::write_out_dir(&out, &input.out_name.join(format!("call-{}", p.call)), done)
+    })
 }
