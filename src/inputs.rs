@@ -300,6 +300,26 @@ pub fn batch_dataset_format(format: InputFormat, inputs: &[Input]) -> Result<Opt
     Ok(found)
 }
 
+/// The real paths of the inputs (symbolic links resolved), to compare with outputs.
+/// Each folder is resolved once (a batch has few folders and many files); only an
+/// input that is itself a link is resolved whole.
+pub fn real_paths(inputs: &[Input]) -> std::collections::HashSet<PathBuf> {
+    let mut folders: std::collections::HashMap<PathBuf, Option<PathBuf>> = std::collections::HashMap::new();
+    let mut real = std::collections::HashSet::new();
+    for i in inputs.iter().filter(|i| !i.is_stdin()) {
+        if i.linked {
+            real.extend(std::fs::canonicalize(&i.path));
+        }
+        let (Some(parent), Some(name)) = (i.path.parent(), i.path.file_name()) else { continue };
+        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+        let canon = folders.entry(parent.to_path_buf()).or_insert_with(|| std::fs::canonicalize(parent).ok());
+        if let Some(c) = canon {
+            real.insert(c.join(name));
+        }
+    }
+    real
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
     if let Some(path) = &args.svg {
-        output::refuse_input(path, &super::run::real_paths(std::slice::from_ref(&input)), "--svg")?;
+        output::refuse_input(path, &crate::inputs::real_paths(std::slice::from_ref(&input)), "--svg")?;
     }
     let canonical = crate::engine::load(&input, settings.input_format)?;
     canonical.warnings.iter().for_each(|w| crate::ui::warn(w));

@@ -9,9 +9,8 @@ use crate::error::{Error, Exit, Result};
 use crate::formats::OutputFormat;
 use crate::inputs::{self, Input};
 use crate::output::{self, OutDir, Output};
-use std::collections::{HashMap, HashSet};
 use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let mut settings = settings(&args.policy, Some(&args.actions), args.dry_run)?;
@@ -21,7 +20,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
     settings.rejects.clone_from(&args.rejects);
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
     if let Some(r) = &args.rejects {
-        output::refuse_input(r, &real_paths(&inputs), "--rejects")?;
+        output::refuse_input(r, &inputs::real_paths(&inputs), "--rejects")?;
     }
     let Some(file) = &args.out else {
         let stdout = io::stdout();
@@ -30,7 +29,7 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
     };
     // `--out FILE`: what stdout would get, written aside and renamed when the run ends;
     // a run that fails as a whole (bad input, a usage error) leaves no file.
-    output::refuse_input(file, &real_paths(&inputs), "--out")?;
+    output::refuse_input(file, &inputs::real_paths(&inputs), "--out")?;
     let mut result = None;
     let written = output::write_output(file, |w| {
         let r = run_into(&args, &settings, &inputs, w);
@@ -110,9 +109,9 @@ fn write_out(w: &mut dyn Write, f: impl FnOnce(&mut dyn Write) -> io::Result<()>
 
 /// The out-dir, after the checks that come before anything is written.
 fn out_dir(dir: &Path, inputs: &[Input]) -> Result<OutDir> {
-    check_distinct(inputs)?;
-    let real_inputs = real_paths(inputs);
-    check_not_input(dir, inputs, &real_inputs)?;
+    output::check_out_names(inputs)?;
+    let real_inputs = inputs::real_paths(inputs);
+    output::refuse_out_dir_over_inputs(dir, inputs, &real_inputs)?;
     OutDir::create(dir, real_inputs)
 }
 
@@ -213,61 +212,6 @@ fn run_batch(
 fn failed_chat_line(source: &str, error: &str) -> String {
     let line = serde_json::json!({"messages": [], "rivumi": {"source": source, "error": error}});
     format!("{line}\n")
-}
-
-fn check_distinct(inputs: &[Input]) -> Result<()> {
-    let mut seen = std::collections::BTreeMap::new();
-    for i in inputs {
-        if let Some(other) = seen.insert(i.out_name.clone(), i.path.clone()) {
-            return Err(Error::Usage(format!(
-                "{} and {} would share the output folder {}",
-                other.display(),
-                i.path.display(),
-                i.out_name.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The real paths of the inputs (symbolic links resolved), to compare with outputs.
-/// Each folder is resolved once (a batch has few folders and many files); only an
-/// input that is itself a link is resolved whole.
-pub(super) fn real_paths(inputs: &[Input]) -> HashSet<PathBuf> {
-    let mut folders: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
-    let mut real = HashSet::new();
-    for i in inputs.iter().filter(|i| !i.is_stdin()) {
-        if i.linked {
-            real.extend(std::fs::canonicalize(&i.path));
-        }
-        let (Some(parent), Some(name)) = (i.path.parent(), i.path.file_name()) else { continue };
-        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
-        let canon = folders.entry(parent.to_path_buf()).or_insert_with(|| std::fs::canonicalize(parent).ok());
-        if let Some(c) = canon {
-            real.insert(c.join(name));
-        }
-    }
-    real
-}
-
-/// An output may never land on an input: refuse before anything is written. (The
-/// writer checks again, resolved, as it writes each folder.)
-fn check_not_input(dir: &Path, inputs: &[Input], real_inputs: &HashSet<PathBuf>) -> Result<()> {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
-        return Ok(()); // a new folder holds no input
-    };
-    if real_inputs.contains(&dir) {
-        return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
-    }
-    for i in inputs {
-        for o in Output::ALL {
-            let target = dir.join(&i.out_name).join(o.file_name());
-            if real_inputs.contains(&target) {
-                return Err(Error::Usage(format!("{} would overwrite the input {}", o.file_name(), target.display())));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A decision as one JSON line, the input's path first (`--dry-run` or `--emit

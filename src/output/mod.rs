@@ -5,6 +5,7 @@ pub mod chat;
 
 use crate::error::Error;
 use crate::formats::OutputFormat;
+use crate::inputs::Input;
 use crate::policy::{steps, Plan, Step, Walk};
 use crate::signals;
 use crate::transcript::Transcript;
@@ -327,4 +328,44 @@ pub fn write_out_dir(out: &OutDir, name: &Path, done: &crate::engine::Processed<
         let o = produced.iter().find(|o| o.file_name() == f).expect("a produced output");
         o.write(w, done)
     })
+}
+
+/// Inputs whose `--out-dir` folders would be one are refused before anything is written.
+pub fn check_out_names(inputs: &[Input]) -> Result<(), Error> {
+    let mut seen = std::collections::BTreeMap::new();
+    for i in inputs {
+        if let Some(other) = seen.insert(i.out_name.clone(), i.path.clone()) {
+            return Err(Error::Usage(format!(
+                "{} and {} would share the output folder {}",
+                other.display(),
+                i.path.display(),
+                i.out_name.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An output may never land on an input: refuse before anything is written. (The
+/// writer checks again, resolved, as it writes each folder.)
+pub fn refuse_out_dir_over_inputs<S: std::hash::BuildHasher>(
+    dir: &Path,
+    inputs: &[Input],
+    real_inputs: &HashSet<PathBuf, S>,
+) -> Result<(), Error> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Ok(()); // a new folder holds no input
+    };
+    if real_inputs.contains(&dir) {
+        return Err(Error::Usage(format!("--out-dir {} is an input", dir.display())));
+    }
+    for i in inputs {
+        for o in Output::ALL {
+            let target = dir.join(&i.out_name).join(o.file_name());
+            if real_inputs.contains(&target) {
+                return Err(Error::Usage(format!("{} would overwrite the input {}", o.file_name(), target.display())));
+            }
+        }
+    }
+    Ok(())
 }
