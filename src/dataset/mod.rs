@@ -337,3 +337,75 @@ pub fn add_line_stats(
         format!("{}:{line_no}: {m}", file.display())
     })
 }
+
+/// The two readings of an OpenAI line side by side, for the tests that hold them equal:
+/// the fast path's (the scanner) and the reference's (a parsed value, mapped to
+/// canonical records and read back). Each is what its extractor read (field by field,
+/// content as its text), the transcript's items, and the decision taken; the scanner's
+/// is `None` for a line it hands over, the reference's an error for a bad line.
+#[doc(hidden)]
+pub fn readings(text: &str, settings: &Settings) -> (Option<Value>, std::result::Result<Value, String>) {
+    let name = Path::new("line");
+    let fast = view::extract(text).and_then(|(line, _)| {
+        let extracted = extracted(&line, |c| (c.text_bytes, crate::transcript::text_of_json(c.raw)));
+        let (t, _) = view::read(text, 1)?;
+        let done = engine::process_parsed(t, name, settings).ok()?;
+        Some(json!({"extracted": extracted, "items": items(&done.transcript), "decision": done.plan.decision}))
+    });
+    let reference = (|| {
+        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let line = crate::formats::openai::from_value(&value)?;
+        let extracted = extracted(&line, |v| {
+            let t = crate::transcript::text_of(v);
+            (t.len() as u64, t)
+        });
+        let canonical = to_canonical(&value)?;
+        let done = engine::process(&canonical, name, settings).map_err(|e| e.to_string())?;
+        Ok(json!({"extracted": extracted, "items": items(&done.transcript), "decision": done.plan.decision}))
+    })();
+    (fast, reference)
+}
+
+/// An extracted line as JSON, field by field, its contents as `(bytes, text)`.
+fn extracted<C>(line: &crate::formats::openai::Line<'_, C>, text: impl Fn(&C) -> (u64, String)) -> Value {
+    let messages: Vec<Value> = line
+        .messages
+        .iter()
+        .map(|m| {
+            let calls = m.tool_calls.as_ref().map(|calls| {
+                calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect::<Vec<_>>()
+            });
+            json!({"role": m.role, "content": m.content.as_ref().map(&text), "tool_calls": calls,
+                "tool_call_id": m.tool_call_id, "name": m.name, "usage": m.usage})
+        })
+        .collect();
+    json!({"messages": messages, "usage": line.usage})
+}
+
+/// A transcript's items as JSON, every field the policy reads.
+fn items(t: &crate::transcript::Transcript<'_>) -> Value {
+    use crate::transcript::ItemKind;
+    let items: Vec<Value> = t
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let kind = match &item.kind {
+                ItemKind::Message { role, calls, usage } => {
+                    let calls: Vec<Value> = calls
+                        .iter()
+                        .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments.get()}))
+                        .collect();
+                    json!({"role": role.as_str(), "calls": calls, "usage": usage})
+                }
+                ItemKind::ToolResult { call_id, name, is_error, exit_code } => {
+                    json!({"call_id": call_id, "name": name, "is_error": is_error, "exit_code": exit_code})
+                }
+            };
+            json!({"id": item.id, "turn": item.turn, "synthetic": item.synthetic.as_ref().map(|m| m.as_str()),
+                "text_bytes": item.text_bytes, "text": crate::transcript::item_text(t, i), "kind": kind,
+                "call_item": item.call_item})
+        })
+        .collect();
+    Value::Array(items)
+}

@@ -10,9 +10,8 @@
 //! handed to the canonical path (`None`), which also words the errors of bad lines.
 
 use super::scan::Scan;
-use crate::formats::openai::NAME_PREFIX;
-use crate::transcript::{Call, Item, ItemKind, Mark, Record, RecordKind, Role, Transcript, Usage};
-use serde_json::value::RawValue;
+use crate::formats::openai::{self, Call, Line, Message};
+use crate::transcript::{Item, Record, RecordKind, Transcript};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -24,61 +23,21 @@ pub struct Spans {
 }
 
 /// The transcript of one line and the spans to write it back from, or `None` when the
-/// canonical path must read this line.
+/// canonical path must read this line (it words the errors of bad lines).
 pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
-    let (parsed, spans) = scan_line(line)?;
-    let count = parsed.messages.len();
-    let mut items = Vec::with_capacity(count);
-    let mut records = Vec::with_capacity(count);
-    let mut names: rustc_hash::FxHashMap<Cow<'_, str>, Cow<'_, str>> = rustc_hash::FxHashMap::default();
-    let mut turn = 0usize;
-    for (k, (m, span)) in parsed.messages.into_iter().zip(&spans.messages).enumerate() {
-        let synthetic =
-            m.name.as_deref().and_then(|n| n.strip_prefix(NAME_PREFIX)).map(|s| Mark::of(Cow::Owned(s.to_string())));
-        let role = match m.role.as_deref()? {
-            "tool" => None,
-            "system" => Some(Role::System),
-            "developer" => Some(Role::Developer),
-            "user" => Some(Role::User),
-            "assistant" => Some(Role::Assistant),
-            _ => return None,
-        };
-        if role == Some(Role::User) && synthetic.is_none() {
-            turn += 1;
-        }
-        let kind = match role {
-            None => {
-                let call_id = m.tool_call_id.unwrap_or(Cow::Borrowed(""));
-                let name = names.get(&call_id).cloned();
-                ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None }
-            }
-            Some(role) => {
-                let mut calls = Vec::new();
-                for c in m.tool_calls.unwrap_or_default() {
-                    let (name, args) = c.function.map_or((None, None), |f| (f.name, f.arguments));
-                    let id = c.id.unwrap_or(Cow::Borrowed(""));
-                    let name = name.unwrap_or(Cow::Borrowed(""));
-                    names.insert(id.clone(), name.clone());
-                    let (raw, parsed) = arguments(args)?;
-                    calls.push(Call { id, name, arguments: Cow::Owned(raw), parsed: Some(parsed) });
-                }
-                let usage = m.usage.or(parsed.usage.filter(|_| k + 1 == count));
-                let usage = match usage {
-                    Some(raw) if role == Role::Assistant => Some(chat_usage(raw)?),
-                    _ => None,
-                };
-                ItemKind::Message { role, calls, usage }
-            }
-        };
-        let synthetic = if role.is_some() { synthetic } else { None };
+    let (parsed, spans) = extract(line)?;
+    let imported = openai::import(parsed).ok()?;
+    let mut items = Vec::with_capacity(imported.len());
+    let mut records = Vec::with_capacity(imported.len());
+    for (k, (m, span)) in imported.into_iter().zip(&spans.messages).enumerate() {
         items.push(Item {
             record: k,
             id: label('m', k),
-            turn: Some(label('t', turn)),
-            synthetic,
-            kind,
-            text_bytes: m.content.as_ref().map_or(0, |c| c.0),
-            content: m.content.map(|c| c.1),
+            turn: Some(label('t', m.turn)),
+            synthetic: m.synthetic,
+            kind: m.kind,
+            text_bytes: m.content.as_ref().map_or(0, |c| c.text_bytes),
+            content: m.content.map(|c| c.raw),
             summarized_usage: None,
             occupancy_after: None,
             call_item: None,
@@ -104,79 +63,22 @@ fn label(prefix: char, k: usize) -> Cow<'static, str> {
     }
 }
 
-/// Arguments as the canonical path writes them: a JSON string holding JSON is that
-/// JSON, any other string stays a string, a value is written compactly.
-fn arguments(raw: Option<&str>) -> Option<(Box<RawValue>, Value)> {
-    let value = match raw {
-        None => Value::Null,
-        Some(r) if r.starts_with('"') => {
-            let s = crate::text::unescape_literal(r)?;
-            serde_json::from_str(&s).unwrap_or_else(|_| Value::String(s.into_owned()))
-        }
-        Some(r) => serde_json::from_str(r).ok()?,
-    };
-    Some((serde_json::value::to_raw_value(&value).ok()?, value))
+/// A message's content as the scanner finds it: the UTF-8 length of the text the
+/// import rules make of it — a string, the text blocks joined by newlines, an object's
+/// `text`; anything else is empty — and the raw JSON of the value (for previews).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatText<'a> {
+    pub text_bytes: u64,
+    pub raw: &'a str,
 }
 
-/// OpenAI counts cached tokens inside `prompt_tokens` (SPEC 1), read as the canonical
-/// path reads it (a missing or non-integer count is 0).
-fn chat_usage(raw: &str) -> Option<Usage> {
-    let u: Value = serde_json::from_str(raw).ok()?;
-    if crate::formats::openai::negative_count(&u).is_some() {
-        return None; // the canonical path reports it
-    }
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
-    let (input, output) = (n(u.get("prompt_tokens")), n(u.get("completion_tokens")));
-    Some(Usage {
-        input_tokens: input.saturating_sub(cached),
-        cache_read_tokens: cached,
-        cache_write_tokens: 0,
-        output_tokens: output,
-    })
-}
-
-/// What the view reads of a line: its messages, and the line's `usage` (raw, kept even
-/// when `null`).
-struct Line<'a> {
-    messages: Vec<Message<'a>>,
-    usage: Option<&'a str>,
-}
-
-#[derive(Default)]
-struct Message<'a> {
-    role: Option<Cow<'a, str>>,
-    content: Option<ChatText<'a>>,
-    tool_calls: Option<Vec<ChatCall<'a>>>,
-    tool_call_id: Option<Cow<'a, str>>,
-    name: Option<Cow<'a, str>>,
-    usage: Option<&'a str>,
-}
-
-#[derive(Default)]
-struct ChatCall<'a> {
-    id: Option<Cow<'a, str>>,
-    function: Option<ChatFunction<'a>>,
-}
-
-#[derive(Default)]
-struct ChatFunction<'a> {
-    name: Option<Cow<'a, str>>,
-    arguments: Option<&'a str>,
-}
-
-/// The UTF-8 length of the text the canonical path makes of `content` — a string, the
-/// text blocks joined by newlines, an object's `text`; anything else is empty — and the
-/// raw JSON of the value (for previews).
-struct ChatText<'a>(u64, &'a str);
-
-/// Reads a line in one pass: what the view needs, and where the `messages` array and
-/// each message are. `None` for any shape the view does not read as the canonical path
-/// would (a wrong type, a duplicate key, a key with an escape) and for anything the
-/// scanner cannot vouch for.
-fn scan_line(line: &str) -> Option<(Line<'_>, Spans)> {
+/// The scanner, the extractor of the fast path: what the import rules read of a line,
+/// borrowed, and where the `messages` array and each message are; `None` for what the
+/// scanner does not read as [`openai::from_value`] would (a wrong type, a duplicate
+/// key, a key with an escape) and for anything it cannot vouch for.
+pub fn extract(line: &str) -> Option<(Line<'_, ChatText<'_>>, Spans)> {
     let mut s = Scan::new(line);
-    let (mut messages, mut usage) = (None, None);
+    let (mut messages, mut usage): (_, Option<Cow<'_, Value>>) = (None, None);
     s.object(0, |s, key| {
         match key {
             "messages" if messages.is_none() => {
@@ -192,7 +94,7 @@ fn scan_line(line: &str) -> Option<(Line<'_>, Spans)> {
                 })?;
                 messages = Some((list, Spans { array: start..s.i, messages: spans }));
             }
-            "usage" if usage.is_none() => usage = Some(s.raw_value(1)?),
+            "usage" if usage.is_none() => usage = Some(Cow::Owned(value(s, 1)?)),
             "messages" | "usage" => return None,
             _ => s.skip(1)?,
         }
@@ -216,7 +118,7 @@ impl Seen {
     }
 }
 
-fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a>> {
+fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a, ChatText<'a>>> {
     let (mut m, mut seen) = (Message::default(), Seen::default());
     s.object(2, |s, key| {
         match key {
@@ -251,7 +153,7 @@ fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a>> {
             }
             "usage" => {
                 seen.first(32)?;
-                m.usage = Some(s.raw_value(3)?);
+                m.usage = Some(Cow::Owned(value(s, 3)?));
             }
             _ => s.skip(3)?,
         }
@@ -260,8 +162,13 @@ fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a>> {
     Some(m)
 }
 
-fn call<'a>(s: &mut Scan<'a>) -> Option<ChatCall<'a>> {
-    let (mut c, mut seen) = (ChatCall::default(), Seen::default());
+/// A value the rules read whole (usage, arguments), parsed from its raw JSON.
+fn value(s: &mut Scan<'_>, depth: usize) -> Option<Value> {
+    serde_json::from_str(s.raw_value(depth)?).ok()
+}
+
+fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
+    let (mut c, mut seen) = (Call::default(), Seen::default());
     s.object(4, |s, key| {
         match key {
             "id" => {
@@ -270,7 +177,9 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<ChatCall<'a>> {
             }
             "function" => {
                 seen.first(2)?;
-                c.function = if s.null()? { None } else { Some(function(s)?) };
+                if !s.null()? {
+                    function(s, &mut c)?;
+                }
             }
             _ => s.skip(5)?,
         }
@@ -279,23 +188,23 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<ChatCall<'a>> {
     Some(c)
 }
 
-fn function<'a>(s: &mut Scan<'a>) -> Option<ChatFunction<'a>> {
-    let (mut f, mut seen) = (ChatFunction::default(), Seen::default());
+/// A call's `function`: its `name` and `arguments`, into the call.
+fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
+    let mut seen = Seen::default();
     s.object(5, |s, key| {
         match key {
             "name" => {
                 seen.first(1)?;
-                f.name = optional_str(s)?;
+                c.name = optional_str(s)?;
             }
             "arguments" => {
                 seen.first(2)?;
-                f.arguments = if s.null()? { None } else { Some(s.raw_value(6)?) };
+                c.arguments = if s.null()? { None } else { Some(Cow::Owned(value(s, 6)?)) };
             }
             _ => s.skip(6)?,
         }
         Some(())
-    })?;
-    Some(f)
+    })
 }
 
 /// A string or `null` (`Some(None)`); `None` for anything else.
@@ -341,7 +250,7 @@ fn content<'a>(s: &mut Scan<'a>) -> Option<Option<ChatText<'a>>> {
             0
         }
     };
-    Some(Some(ChatText(len, s.text(start..s.i))))
+    Some(Some(ChatText { text_bytes: len, raw: s.text(start..s.i) }))
 }
 
 /// A content block's `text` length, when it is an object whose (last) `text` is a

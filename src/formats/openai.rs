@@ -1,81 +1,137 @@
 //! OpenAI chat-format datasets (SPEC 1 "Other formats"): one conversation per line,
 //! `{"messages":[…]}`. Dataset mode: every line is compacted on its own and gives
 //! exactly one output line, in the same format and order.
+//!
+//! One reading of a line, two extractors: the dataset view's scanner
+//! (`dataset::view`, borrowed, one pass) and [`from_value`] (a parsed line, for what
+//! the scanner does not vouch for) fill the same [`Line`]; [`import`] applies the import
+//! rules once — roles, turns, ids, injected names, calls and their arguments, result
+//! names, usage — and both paths build their transcript from what it gives.
 
+use crate::transcript::{Call as ItemCall, ItemKind, Mark, Role, Usage};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// Injected messages carry `name: "rivumi-<kind>"` (a field the chat format allows), so
 /// a second run recognises them.
 pub const NAME_PREFIX: &str = "rivumi-";
 
-/// The canonical form of one dataset line; item `m<k>` is message `k` of the line.
-pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
-    let messages =
-        line.get("messages").and_then(Value::as_array).ok_or("expected an object with a \"messages\" array")?;
-    let mut out = Vec::new();
+/// What the rules read of one line: its messages, and the line's own `usage` (which
+/// counts for the last message when that has none). `C` is a message's content as the
+/// extractor holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line<'a, C> {
+    pub messages: Vec<Message<'a, C>>,
+    pub usage: Option<Cow<'a, Value>>,
+}
+
+/// What the rules read of one message; a field that is absent, `null` or not of its
+/// type is `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message<'a, C> {
+    pub role: Option<Cow<'a, str>>,
+    pub content: Option<C>,
+    pub tool_calls: Option<Vec<Call<'a>>>,
+    pub tool_call_id: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    /// The value of `usage`, kept even when `null` (it then counts as zeros).
+    pub usage: Option<Cow<'a, Value>>,
+}
+
+impl<C> Default for Message<'_, C> {
+    fn default() -> Self {
+        Message { role: None, content: None, tool_calls: None, tool_call_id: None, name: None, usage: None }
+    }
+}
+
+/// What the rules read of a call: `id`, `function.name`, `function.arguments`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Call<'a> {
+    pub id: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    pub arguments: Option<Cow<'a, Value>>,
+}
+
+/// A message as the rules make it: its turn, what it is, and its content as the
+/// extractor gave it. It is message `k` of the line, item `m<k>`.
+#[derive(Debug)]
+pub struct Imported<'a, C> {
+    pub turn: usize,
+    pub kind: ItemKind<'a>,
+    pub synthetic: Option<Mark<'a>>,
+    pub content: Option<C>,
+}
+
+/// The import rules, once for both extractors; the message each refusal names.
+pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, C>>, String> {
+    let count = line.messages.len();
+    let mut out = Vec::with_capacity(count);
+    let mut names: rustc_hash::FxHashMap<Cow<'a, str>, Cow<'a, str>> = rustc_hash::FxHashMap::default();
     let mut turn = 0;
-    let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for (k, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).ok_or_else(|| format!("message {k}: expected a \"role\""))?;
-        let id = format!("m{k}");
-        let content = json!(super::common::text_of(m.get("content").unwrap_or(&Value::Null)));
-        let rec = match role {
-            "tool" => {
-                let call_id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
-                super::common::tool_result(
-                    &id,
-                    &format!("t{turn}"),
-                    call_id,
-                    names.get(call_id).map(String::as_str),
-                    content,
-                    false,
-                )
-            }
-            "system" | "developer" | "user" | "assistant" => {
-                if role == "user" && synthetic_kind(m).is_none() {
-                    turn += 1;
-                }
-                let mut r = super::common::message(&id, &format!("t{turn}"), role, content);
-                if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
-                    r.insert("tool_calls".into(), Value::Array(calls.iter().map(|c| call(c, &mut names)).collect()));
-                }
-                if let Some(u) = m.get("usage").or_else(|| line.get("usage").filter(|_| k + 1 == messages.len())) {
-                    if let Some(key) = negative_count(u) {
-                        return Err(format!("message {k}: usage.{key} is negative: token counts are never below 0"));
-                    }
-                    if role == "assistant" {
-                        r.insert("usage".into(), usage(u));
-                    }
-                }
-                if let Some(kind) = synthetic_kind(m) {
-                    r.insert("synthetic".into(), json!(kind));
-                }
-                r
-            }
+    let mut line_usage = line.usage;
+    for (k, m) in line.messages.into_iter().enumerate() {
+        let role = m.role.as_deref().ok_or_else(|| format!("message {k}: expected a \"role\""))?;
+        let role = match role {
+            "tool" => None,
+            "system" => Some(Role::System),
+            "developer" => Some(Role::Developer),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
             other => return Err(format!("message {k}: unknown role {other:?}")),
         };
-        out.extend(Value::Object(rec).to_string().into_bytes());
-        out.push(b'\n');
+        let Some(role) = role else {
+            let call_id = m.tool_call_id.unwrap_or(Cow::Borrowed(""));
+            let name = names.get(&call_id).cloned();
+            let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
+            out.push(Imported { turn, kind, synthetic: None, content: m.content });
+            continue;
+        };
+        let synthetic = m.name.and_then(|n| match n {
+            Cow::Borrowed(n) => n.strip_prefix(NAME_PREFIX).map(|s| Mark::of(Cow::Borrowed(s))),
+            Cow::Owned(n) => n.strip_prefix(NAME_PREFIX).map(|s| Mark::of(Cow::Owned(s.to_string()))),
+        });
+        if role == Role::User && synthetic.is_none() {
+            turn += 1;
+        }
+        let mut calls = Vec::new();
+        for c in m.tool_calls.unwrap_or_default() {
+            let id = c.id.unwrap_or(Cow::Borrowed(""));
+            let name = c.name.unwrap_or(Cow::Borrowed(""));
+            names.insert(id.clone(), name.clone());
+            let parsed = arguments(c.arguments);
+            let raw = serde_json::value::to_raw_value(&parsed).map_err(|e| format!("message {k}: {e}"))?;
+            calls.push(ItemCall { id, name, arguments: Cow::<RawValue>::Owned(raw), parsed: Some(parsed) });
+        }
+        let usage = match m.usage.or_else(|| if k + 1 == count { line_usage.take() } else { None }) {
+            Some(u) => {
+                if let Some(key) = negative_count(&u) {
+                    return Err(format!("message {k}: usage.{key} is negative: token counts are never below 0"));
+                }
+                (role == Role::Assistant).then(|| usage(&u))
+            }
+            None => None,
+        };
+        out.push(Imported { turn, kind: ItemKind::Message { role, calls, usage }, synthetic, content: m.content });
     }
     Ok(out)
 }
 
-fn synthetic_kind(m: &Value) -> Option<&str> {
-    m.get("name").and_then(Value::as_str)?.strip_prefix(NAME_PREFIX)
-}
-
-fn call(c: &Value, names: &mut std::collections::HashMap<String, String>) -> Value {
-    let f = c.get("function").unwrap_or(&Value::Null);
-    let id = c.get("id").and_then(Value::as_str).unwrap_or("");
-    let name = f.get("name").and_then(Value::as_str).unwrap_or("");
-    names.insert(id.to_string(), name.to_string());
-    let args = super::common::arguments(f.get("arguments"));
-    json!({"id": id, "name": name, "arguments": args})
+/// Arguments as canonical JSON: providers give an object, or a JSON string holding one;
+/// a string that is not JSON stays a string, a missing value is null.
+fn arguments(v: Option<Cow<'_, Value>>) -> Value {
+    match v {
+        Some(v) => match v.as_ref() {
+            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| v.into_owned()),
+            _ => v.into_owned(),
+        },
+        None => Value::Null,
+    }
 }
 
 /// The first usage count that is a negative number, if any (read as 0 it would hide a
 /// broken row).
-pub fn negative_count(u: &Value) -> Option<&'static str> {
+fn negative_count(u: &Value) -> Option<&'static str> {
     let neg = |v: Option<&Value>| v.and_then(Value::as_f64).is_some_and(|x| x < 0.0);
     let cached = u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens"));
     [("prompt_tokens", u.get("prompt_tokens")), ("completion_tokens", u.get("completion_tokens"))]
@@ -85,10 +141,80 @@ pub fn negative_count(u: &Value) -> Option<&'static str> {
         .map(|(k, _)| k)
 }
 
-/// OpenAI counts cached tokens inside `prompt_tokens`: subtract them (SPEC 1).
-fn usage(u: &Value) -> Value {
+/// OpenAI counts cached tokens inside `prompt_tokens`: they are subtracted (SPEC 1); a
+/// missing or non-integer count is 0.
+fn usage(u: &Value) -> Usage {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     let cached = n(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")));
     let (input, output) = (n(u.get("prompt_tokens")), n(u.get("completion_tokens")));
-    super::common::usage(input, cached, 0, output, super::common::InputCount::WithCacheReads)
+    Usage {
+        input_tokens: input.saturating_sub(cached),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: output,
+    }
+}
+
+/// A string field of a value, borrowed.
+fn text<'v>(v: &'v Value, key: &str) -> Option<Cow<'v, str>> {
+    v.get(key).and_then(Value::as_str).map(Cow::Borrowed)
+}
+
+/// The extractor from a parsed line: what [`import`] reads, borrowed from the value.
+pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String> {
+    let messages =
+        line.get("messages").and_then(Value::as_array).ok_or("expected an object with a \"messages\" array")?;
+    let messages = messages
+        .iter()
+        .map(|m| Message {
+            role: text(m, "role"),
+            content: m.get("content").filter(|c| !c.is_null()),
+            tool_calls: m.get("tool_calls").and_then(Value::as_array).map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| {
+                        let f = c.get("function").unwrap_or(&Value::Null);
+                        let arguments = f.get("arguments").filter(|a| !a.is_null()).map(Cow::Borrowed);
+                        Call { id: text(c, "id"), name: text(f, "name"), arguments }
+                    })
+                    .collect()
+            }),
+            tool_call_id: text(m, "tool_call_id"),
+            name: text(m, "name"),
+            usage: m.get("usage").map(Cow::Borrowed),
+        })
+        .collect();
+    Ok(Line { messages, usage: line.get("usage").map(Cow::Borrowed) })
+}
+
+/// The canonical form of one dataset line (the reference path, read back by the
+/// canonical reader); item `m<k>` is message `k` of the line.
+pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    for (k, item) in import(from_value(line)?)?.into_iter().enumerate() {
+        let (id, turn) = (format!("m{k}"), format!("t{}", item.turn));
+        let content = json!(item.content.map_or_else(String::new, crate::transcript::text_of));
+        let rec = match item.kind {
+            ItemKind::ToolResult { call_id, name, .. } => {
+                super::common::tool_result(&id, &turn, &call_id, name.as_deref(), content, false)
+            }
+            ItemKind::Message { role, calls, usage } => {
+                let mut r = super::common::message(&id, &turn, role.as_str(), content);
+                if !calls.is_empty() {
+                    let calls = calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.parsed}));
+                    r.insert("tool_calls".into(), Value::Array(calls.collect()));
+                }
+                if let Some(u) = usage {
+                    r.insert("usage".into(), json!(u));
+                }
+                if let Some(kind) = item.synthetic {
+                    r.insert("synthetic".into(), json!(kind.as_str()));
+                }
+                r
+            }
+        };
+        out.extend(Value::Object(rec).to_string().into_bytes());
+        out.push(b'\n');
+    }
+    Ok(out)
 }

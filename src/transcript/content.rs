@@ -25,7 +25,7 @@ fn raw_content<'a>(t: &Transcript<'a>, item: usize) -> Option<&'a str> {
 /// The text of a `content` value: the string; for blocks (or a chat message's single
 /// part, which the dataset view keeps raw) what the importers make of them (the
 /// blocks' texts joined by newlines); empty for anything else.
-fn decode(raw: &str) -> String {
+pub fn text_of_json(raw: &str) -> String {
     if raw.starts_with('"') {
         return crate::text::unescape_literal(raw).map(Cow::into_owned).unwrap_or_default();
     }
@@ -34,7 +34,7 @@ fn decode(raw: &str) -> String {
 
 /// The text content of an item: the string, or its text blocks joined by newlines.
 pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
-    raw_content(t, item).map(decode).unwrap_or_default()
+    raw_content(t, item).map(text_of_json).unwrap_or_default()
 }
 
 /// What a summary line shows of an item: `text::preview(item_text, max)`. A string
@@ -46,7 +46,7 @@ pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> Ent
     if let Some((shown, _)) = crate::text::preview_json(raw, max) {
         return EntryText::Preview(shown);
     }
-    EntryText::Full(decode(raw))
+    EntryText::Full(text_of_json(raw))
 }
 
 /// An entry's text: whole, or already made into its preview by the caller (at the

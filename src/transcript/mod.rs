@@ -7,7 +7,7 @@ mod reader;
 
 pub use event::Event;
 
-pub use content::{item_text, item_text_for_preview, text_of, EntryText};
+pub use content::{item_text, item_text_for_preview, text_of, text_of_json, EntryText};
 pub(crate) use reader::link_results;
 pub use reader::parse;
 

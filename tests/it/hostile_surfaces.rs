@@ -260,6 +260,11 @@ fn dataset_rows_stay_matched_to_lines() {
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("-:1:1: message 1: usage.prompt_tokens is negative"), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 2);
+    // On a message that is not the model's too: both readings of a line refuse it.
+    let user = r#"{"messages":[{"role":"user","content":"a","usage":{"completion_tokens":-1}}]}"#;
+    let o = cmd().args(["run", "-"]).write_stdin(format!("{user}\n")).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("-:1:1: message 0: usage.completion_tokens is negative"), "{}", stderr(&o));
     // `decide --line N --json` names its line.
     let o =
         cmd().args(["decide", "-", "--line", "2", "--json"]).write_stdin(format!("{row}\n{row}\n")).output().unwrap();

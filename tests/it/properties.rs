@@ -219,6 +219,15 @@ fn same_outcome(line: &str, budget: u64, agent: bool) -> Result<(), TestCaseErro
     let fast = shape(process_line(line, file, 1, &settings).unwrap());
     let reference = shape(process_line_canonical(line, file, 1, &settings).unwrap());
     prop_assert_eq!(fast, reference, "line: {}", line);
+    // The two extractors field by field, the transcripts the rules make of them, and
+    // the decisions taken: equal wherever the scanner reads the line.
+    if let (Some(fast), reference) = rivumi_compact::dataset::readings(line, &settings) {
+        let reference =
+            reference.map_err(|e| TestCaseError::fail(format!("the reference refuses what the scanner read: {e}")))?;
+        for part in ["extracted", "items", "decision"] {
+            prop_assert_eq!(&fast[part], &reference[part], "{} differ; line: {}", part, line);
+        }
+    }
     Ok(())
 }
 
