@@ -402,7 +402,7 @@ fn items(t: &crate::transcript::Transcript<'_>) -> Value {
                     json!({"call_id": call_id, "name": name, "is_error": is_error, "exit_code": exit_code})
                 }
             };
-            json!({"id": item.id, "turn": item.turn, "synthetic": item.synthetic.as_ref().map(|m| m.as_str()),
+            json!({"id": item.id, "turn": item.turn, "synthetic": item.synthetic.as_ref().map(crate::transcript::Mark::as_str),
                 "text_bytes": item.text_bytes, "text": crate::transcript::item_text(t, i), "kind": kind,
                 "call_item": item.call_item})
         })
