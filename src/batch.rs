@@ -6,7 +6,8 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// How many inputs are processed together (results are held for two windows at most).
 pub const WINDOW: usize = 256;
@@ -58,6 +59,89 @@ pub fn for_each<I: Sync, R: Send>(
     }
 }
 
+/// An ordered parallel map: `jobs` threads run `work` over `items`, each taking the next
+/// item no one has taken, and `sink` gets each result on the calling thread, in item
+/// order, as soon as the results before it are sunk. At most `in_flight` items are
+/// taken and not yet sunk, so the results held stay bounded whatever the order they
+/// finish in; `sink` returning false stops the map (no new item starts). A panic in
+/// `work` stops the others and goes on in the caller.
+pub fn map_ordered<I: Sync, R: Send>(
+    items: &[I],
+    jobs: usize,
+    in_flight: usize,
+    work: impl Fn(&I) -> R + Sync,
+    mut sink: impl FnMut(usize, R) -> bool,
+) {
+    if jobs <= 1 || items.len() <= 1 {
+        for (k, item) in items.iter().enumerate() {
+            if !sink(k, work(item)) {
+                return;
+            }
+        }
+        return;
+    }
+    let in_flight = in_flight.max(jobs);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // The number of results sunk, for the workers to wait on when they are ahead.
+    let gate = (Mutex::new(0usize), Condvar::new());
+    let halt = || {
+        stop.store(true, Ordering::SeqCst);
+        let _held = gate.0.lock().unwrap_or_else(PoisonError::into_inner);
+        gate.1.notify_all();
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
+        for _ in 0..jobs.min(items.len()) {
+            let (tx, next, stop, gate, work, halt) = (tx.clone(), &next, &stop, &gate, &work, &halt);
+            scope.spawn(move || {
+                let _on_panic = OnPanic(halt);
+                loop {
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    if k >= items.len() {
+                        return;
+                    }
+                    let mut passed = gate.0.lock().unwrap_or_else(PoisonError::into_inner);
+                    while k >= *passed + in_flight && !stop.load(Ordering::SeqCst) {
+                        passed = gate.1.wait(passed).unwrap_or_else(PoisonError::into_inner);
+                    }
+                    drop(passed);
+                    if stop.load(Ordering::SeqCst) || tx.send((k, work(&items[k]))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut at = 0;
+        for (k, r) in &rx {
+            waiting.insert(k, r);
+            while let Some(r) = waiting.remove(&at) {
+                let go = sink(at, r);
+                at += 1;
+                *gate.0.lock().unwrap_or_else(PoisonError::into_inner) = at;
+                gate.1.notify_all();
+                if !go {
+                    halt();
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// Runs its function when the thread that holds it unwinds.
+struct OnPanic<F: Fn()>(F);
+
+impl<F: Fn()> Drop for OnPanic<F> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            (self.0)();
+        }
+    }
+}
+
 fn progress_bar(len: usize) -> ProgressBar {
     let bar = ProgressBar::new(len as u64);
     bar.set_style(
@@ -103,6 +187,63 @@ mod tests {
             let want: Vec<(usize, Option<usize>)> = items.iter().map(|&i| (i, Some(i * 2))).collect();
             assert_eq!(seen, want, "jobs {jobs}");
         }
+    }
+
+    #[test]
+    fn an_ordered_map_gives_results_in_order_and_holds_few() {
+        let items: Vec<usize> = (0..3000).collect();
+        for (jobs, in_flight) in [(1, 1), (2, 3), (3, 8), (7, 2)] {
+            let (mut seen, held) = (Vec::new(), AtomicUsize::new(0));
+            let most = AtomicUsize::new(0);
+            map_ordered(
+                &items,
+                jobs,
+                in_flight,
+                |&i| {
+                    // Early items are slow: later ones finish first and must wait.
+                    if i % 97 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                    let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    i * 3
+                },
+                |k, r| {
+                    held.fetch_sub(1, Ordering::SeqCst);
+                    seen.push((k, r));
+                    true
+                },
+            );
+            assert_eq!(seen, items.iter().map(|&i| (i, i * 3)).collect::<Vec<_>>(), "jobs {jobs}");
+            assert!(
+                most.load(Ordering::SeqCst) <= in_flight.max(jobs),
+                "jobs {jobs}: {} held",
+                most.load(Ordering::SeqCst)
+            );
+        }
+    }
+
+    #[test]
+    fn an_ordered_map_stops_when_its_sink_says_so_and_passes_a_panic_on() {
+        let items: Vec<usize> = (0..10_000).collect();
+        let started = AtomicUsize::new(0);
+        let mut sunk = 0;
+        map_ordered(
+            &items,
+            3,
+            6,
+            |_| started.fetch_add(1, Ordering::SeqCst),
+            |k, _| {
+                sunk += 1;
+                k < 20
+            },
+        );
+        assert_eq!(sunk, 21);
+        assert!(started.load(Ordering::SeqCst) <= 21 + 6 + 3, "{} started", started.load(Ordering::SeqCst));
+        let panicked = std::panic::catch_unwind(|| {
+            map_ordered(&items, 2, 4, |&i| assert!(i != 50, "item 50"), |_, ()| true);
+        });
+        assert!(panicked.is_err(), "a worker's panic reaches the caller");
     }
 
     #[test]

@@ -321,7 +321,7 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
 
 /// The `compaction_completed` event record with this id, as JSON.
 fn completion_event(t: &Transcript<'_>, id: &str) -> Value {
-    let is_it = |r: &&transcript::Record<'_>| matches!(&r.kind, RecordKind::Event { name, id: Some(i) } if Event::CompactionCompleted.is(name) && i == id);
+    let is_it = |r: &&transcript::Record<'_>| matches!(&r.kind, RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) && e.id.as_deref() == Some(id));
     let Some(at) = t.records.iter().rposition(|r| is_it(&r)) else { return Value::Null };
     serde_json::from_str(t.line_text(at)).unwrap_or(Value::Null)
 }

@@ -19,7 +19,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     for (ri, r) in t.records.iter().enumerate() {
         let i = match &r.kind {
             crate::transcript::RecordKind::Item(i) => *i,
-            crate::transcript::RecordKind::Event { name, .. } if crate::transcript::Event::FilesChanged.is(name) => {
+            crate::transcript::RecordKind::Event(e) if crate::transcript::Event::FilesChanged.is(&e.name) => {
                 let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
                 let paths: Vec<String> = v
                     .get("paths")

@@ -130,7 +130,7 @@ pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn
     for (ri, r) in t.records.iter().enumerate() {
         match &r.kind {
             RecordKind::Item(i) => w.item(ri, *i, at),
-            RecordKind::Event { name, .. } if Event::CompactionCompleted.is(name) => {
+            RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) => {
                 let rec = recorded_event(t, ri, source_line);
                 w.recorded(ri, rec);
                 w.occupancy.record(t, r, w.est);

@@ -54,8 +54,8 @@ fn context_line(done: &Processed<'_>) -> String {
     let start = policy::context_start(t);
     let n = t.items.len();
     let latest = t.records.iter().rev().find_map(|r| match &r.kind {
-        RecordKind::Event { name, id } if Event::CompactionCompleted.is(name) => {
-            Some(format!("compaction {}", id.as_deref().unwrap_or("?")))
+        RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) => {
+            Some(format!("compaction {}", e.id.as_deref().unwrap_or("?")))
         }
         RecordKind::Item(i) if t.items[*i].is_synthetic(Synthetic::Checkpoint) => {
             Some(format!("checkpoint {}", t.items[*i].id))

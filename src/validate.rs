@@ -262,11 +262,11 @@ fn never_completed(t: &Transcript<'_>, at: &dyn Fn(usize) -> usize, v: &mut dyn 
     let mut open: Vec<(String, usize, bool)> = Vec::new(); // id, record, items after it
     for (ri, r) in t.records.iter().enumerate() {
         match &r.kind {
-            RecordKind::Event { name, id } if Event::CompactionRequested.is(name) => {
-                open.push((id.as_deref().unwrap_or("").to_string(), ri, false));
+            RecordKind::Event(e) if Event::CompactionRequested.is(&e.name) => {
+                open.push((e.id.as_deref().unwrap_or("").to_string(), ri, false));
             }
-            RecordKind::Event { name, id } if Event::CompactionCompleted.is(name) => {
-                let id = id.as_deref().unwrap_or("");
+            RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) => {
+                let id = e.id.as_deref().unwrap_or("");
                 open.retain(|(o, _, _)| o != id);
             }
             RecordKind::Item(i) if t.items[*i].is_input() => open.iter_mut().for_each(|o| o.2 = true),

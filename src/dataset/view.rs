@@ -38,8 +38,7 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
             kind: m.kind,
             text_bytes: m.content.as_ref().map_or(0, |c| c.text_bytes),
             content: m.content.map(|c| c.raw),
-            summarized_usage: None,
-            occupancy_after: None,
+            written: None,
             call_item: None,
         });
         records.push(Record { span: span.clone(), line: line_no, kind: RecordKind::Item(k) });

@@ -101,7 +101,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             names.insert(id.clone(), name.clone());
             let parsed = arguments(c.arguments);
             let raw = serde_json::value::to_raw_value(&parsed).map_err(|e| format!("message {k}: {e}"))?;
-            calls.push(ItemCall { id, name, arguments: Cow::<RawValue>::Owned(raw), parsed: Some(parsed) });
+            calls.push(ItemCall { id, name, arguments: Cow::<RawValue>::Owned(raw), parsed: Some(Box::new(parsed)) });
         }
         let usage = match m.usage.or_else(|| if k + 1 == count { line_usage.take() } else { None }) {
             Some(u) => {

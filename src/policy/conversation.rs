@@ -176,6 +176,7 @@ impl CheckpointDraft {
             kind: Synthetic::Checkpoint,
             id: id.clone(),
             turn: self.first_turn,
+            summarized: None,
             fields: own,
             content: self.text.clone(),
         };
@@ -246,7 +247,8 @@ struct Lifecycle {
 fn lifecycle(t: &Transcript<'_>) -> Lifecycle {
     let mut life = Lifecycle { requests: 0, pending: None, completed_without_post_hook: None };
     for r in &t.records {
-        let RecordKind::Event { name, id } = &r.kind else { continue };
+        let RecordKind::Event(e) = &r.kind else { continue };
+        let (name, id) = (&e.name, &e.id);
         let id = id.as_deref().unwrap_or("").to_string();
         match Event::parse(name) {
             Some(Event::CompactionRequested) => {

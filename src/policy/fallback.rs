@@ -69,10 +69,10 @@ pub(super) fn propose(
     }
     let text = fitted.unwrap_or_else(|| summary_text(t, eligible, cfg));
     let mut own = Map::new();
-    own.insert("summarized".into(), Value::Array(eligible.iter().map(|&i| json!(t.items[i].id)).collect()));
     own.insert("summarized_usage".into(), summarized_usage(t, eligible, est));
     let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
-    let record = injected::Message::new(Synthetic::HistorySummaryFallback, first_turn, own, text.clone());
+    let mut record = injected::Message::new(Synthetic::HistorySummaryFallback, first_turn, own, text.clone());
+    record.summarized = Some(injected::IdList::new(eligible.iter().map(|&i| &*t.items[i].id)));
     let before: u64 = est.iter().sum();
     let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
     let after = before - removed + tokens::count_text(&text, cfg.tokenizer);

@@ -23,10 +23,51 @@ pub struct Message {
     pub id: String,
     /// The turn it belongs to (none when the transcript has no turns).
     pub turn: Option<String>,
+    /// A summary's `summarized` field, the first of its own fields: the ids of the items
+    /// it replaces.
+    pub summarized: Option<IdList>,
     /// The kind's own fields, in the order they are written.
     pub fields: Map<String, Value>,
     /// The text the model reads.
     pub content: String,
+}
+
+/// A list of ids, held as the JSON array it is written as: a summary of a large
+/// transcript replaces tens of thousands of items, and a `Value` per id would weigh
+/// some hundred bytes each at the peak of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdList {
+    json: String,
+    len: usize,
+}
+
+impl IdList {
+    pub fn new<'s>(ids: impl IntoIterator<Item = &'s str>) -> IdList {
+        let mut json = String::from("[");
+        let mut len = 0;
+        for id in ids {
+            if len > 0 {
+                json.push(',');
+            }
+            crate::text::push_json_str(&mut json, id);
+            len += 1;
+        }
+        json.push(']');
+        IdList { json, len }
+    }
+
+    /// The JSON array.
+    pub fn as_json(&self) -> &str {
+        &self.json
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// A lifecycle event the tool appends, written as `type`, `name`, `id`, then its own
@@ -59,7 +100,7 @@ impl Injected {
 impl Message {
     /// A message with the id `rivumi:<kind>`.
     pub(super) fn new(kind: Synthetic, turn: Option<String>, fields: Map<String, Value>, content: String) -> Message {
-        Message { id: format!("rivumi:{}", kind.as_str()), kind, turn, fields, content }
+        Message { id: format!("rivumi:{}", kind.as_str()), kind, turn, summarized: None, fields, content }
     }
 
     /// The canonical record. Written field by field (what a `Map` would give, in the
@@ -76,8 +117,15 @@ impl Message {
         }
         out.push_str(",\"role\":\"user\",\"synthetic\":");
         push(&mut out, self.kind.as_str());
+        if let Some(ids) = &self.summarized {
+            out.push_str(",\"summarized\":");
+            out.push_str(ids.as_json());
+        }
         for (k, v) in &self.fields {
-            debug_assert!(!["type", "id", "turn", "role", "synthetic", "content"].contains(&k.as_str()), "{k}");
+            debug_assert!(
+                !["type", "id", "turn", "role", "synthetic", "summarized", "content"].contains(&k.as_str()),
+                "{k}"
+            );
             out.push(',');
             push(&mut out, k);
             out.push(':');
@@ -129,19 +177,24 @@ mod tests {
             own in proptest::option::of("[a-z\",:\\\\{} ]{0,20}"),
             content in "[a-z\",:\\\\{}\n\u{1}\u{2028} é🙂]{0,60}",
             kind in 0usize..4,
+            ids in proptest::option::of(proptest::collection::vec("[a-z\"\\\\\u{1}\u{2028}é]{0,6}", 0..4)),
         ) {
             let kind = [Synthetic::HistorySummaryFallback, Synthetic::PressureReminder, Synthetic::Reanchor, Synthetic::Checkpoint][kind];
             let mut fields = Map::new();
             if let Some(o) = own {
-                fields.insert("summarized".into(), json!([o, {"x": 1, "content": o, "synthetic": o}]));
+                fields.insert("own".into(), json!([o, {"x": 1, "content": o, "synthetic": o}]));
             }
-            let m = Message::new(kind, turn.clone(), fields.clone(), content.clone());
+            let mut m = Message::new(kind, turn.clone(), fields.clone(), content.clone());
+            m.summarized = ids.as_ref().map(|ids| super::IdList::new(ids.iter().map(String::as_str)));
             let mut want = Map::new();
             want.insert("type".into(), json!("message"));
             want.insert("id".into(), json!(format!("rivumi:{}", kind.as_str())));
             want.insert("turn".into(), json!(turn));
             want.insert("role".into(), json!("user"));
             want.insert("synthetic".into(), json!(kind.as_str()));
+            if let Some(ids) = ids {
+                want.insert("summarized".into(), json!(ids));
+            }
             want.extend(fields);
             want.insert("content".into(), json!(content));
             prop_assert_eq!(Injected::Message(m).to_canonical(), Value::Object(want).to_string());

@@ -35,7 +35,7 @@ impl CumulativeUsage {
     /// Adds the next item, `est` being its estimate.
     pub fn add(&mut self, item: &crate::transcript::Item<'_>, est: u64) {
         self.prefix += est;
-        if let Some(s) = &item.summarized_usage {
+        if let Some(s) = item.summarized_usage() {
             self.figure.tokens = self.figure.tokens.saturating_add(s.size());
         }
         if !item.is_input() || item.role() != Some(Role::Assistant) {
@@ -57,7 +57,7 @@ pub fn context_start(t: &Transcript<'_>) -> usize {
     let mut seen = 0;
     for r in &t.records {
         match &r.kind {
-            RecordKind::Event { name, .. } if Event::CompactionCompleted.is(name) => start = seen,
+            RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) => start = seen,
             RecordKind::Item(i) => {
                 if t.items[*i].is_synthetic(Synthetic::Checkpoint) {
                     start = *i;
@@ -102,7 +102,7 @@ impl Occupancy {
     /// Takes in the next record.
     pub fn record(&mut self, t: &Transcript<'_>, r: &crate::transcript::Record<'_>, est: &[u64]) {
         match &r.kind {
-            RecordKind::Event { name, .. } if Event::CompactionCompleted.is(name) => *self = Occupancy::default(),
+            RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) => *self = Occupancy::default(),
             RecordKind::Item(i) => self.item(&t.items[*i], est[*i]),
             _ => {}
         }
@@ -110,7 +110,7 @@ impl Occupancy {
 
     fn item(&mut self, item: &crate::transcript::Item<'_>, est: u64) {
         if item.is_synthetic(Synthetic::Checkpoint) {
-            *self = Occupancy { checkpointed: true, base: item.occupancy_after, ..Occupancy::default() };
+            *self = Occupancy { checkpointed: true, base: item.occupancy_after(), ..Occupancy::default() };
         }
         self.context += est;
         self.trusted += est;

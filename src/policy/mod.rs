@@ -25,7 +25,7 @@ mod steps;
 pub use boundary::{boundary, Boundary};
 pub use conversation::checkpoint_span;
 pub use decision::{Action, Decision, Denominator, PressurePath, Reason, ReasonCode, Trigger};
-pub use injected::{EventRecord, Injected, Message};
+pub use injected::{EventRecord, IdList, Injected, Message};
 pub use journal::{Event, Journal};
 pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
 pub use steps::{steps, Step, Walk};

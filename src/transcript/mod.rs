@@ -66,12 +66,17 @@ pub enum RecordKind<'a> {
     Session,
     /// A message or tool result: index into `Transcript::items`.
     Item(usize),
-    Event {
-        name: Cow<'a, str>,
-        id: Option<Cow<'a, str>>,
-    },
+    /// A lifecycle event (boxed: a record of any kind is then small).
+    Event(Box<EventRef<'a>>),
     /// A record of a type the policy ignores.
     Other,
+}
+
+/// An event record's name and id.
+#[derive(Debug)]
+pub struct EventRef<'a> {
+    pub name: Cow<'a, str>,
+    pub id: Option<Cow<'a, str>>,
 }
 
 /// The kinds of records this tool injects (their `synthetic` field).
@@ -185,8 +190,9 @@ pub struct Call<'a> {
     pub arguments: Cow<'a, RawValue>,
     /// `arguments` as a value, when the reader already made it (the dataset view does,
     /// normalising them): readers of the arguments use it instead of parsing again.
+    /// Boxed: the calls of a large canonical transcript have none.
     #[serde(skip)]
-    pub parsed: Option<serde_json::Value>,
+    pub parsed: Option<Box<serde_json::Value>>,
 }
 
 fn borrowed_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, RawValue>, D::Error> {
@@ -214,15 +220,34 @@ pub struct Item<'a> {
     /// The `content` value as the JSON it is in the source, when the reader kept it
     /// (the dataset view does); otherwise it is found again in the record's line.
     pub content: Option<&'a str>,
-    /// Summary fields of an earlier fallback, kept for cumulative usage.
-    pub summarized_usage: Option<Usage>,
-    /// A checkpoint's `occupancy_after`: the base occupancy after it.
-    pub occupancy_after: Option<u64>,
+    /// What an earlier run wrote on a record it injected (rare: boxed, so that the
+    /// tens of thousands of items of a large transcript do not carry room for it).
+    pub written: Option<Box<Written>>,
     /// For a result: the item holding its call (the latest one before it with that id).
     pub call_item: Option<usize>,
 }
 
+/// The fields an earlier run of the tool wrote on an injected record that the policy
+/// reads back.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Summary fields of an earlier fallback, kept for cumulative usage.
+    pub summarized_usage: Option<Usage>,
+    /// A checkpoint's `occupancy_after`: the base occupancy after it.
+    pub occupancy_after: Option<u64>,
+}
+
 impl<'a> Item<'a> {
+    /// An earlier fallback's `summarized_usage`.
+    pub fn summarized_usage(&self) -> Option<&Usage> {
+        self.written.as_ref().and_then(|w| w.summarized_usage.as_ref())
+    }
+
+    /// A checkpoint's `occupancy_after`.
+    pub fn occupancy_after(&self) -> Option<u64> {
+        self.written.as_ref().and_then(|w| w.occupancy_after)
+    }
+
     pub fn is_input(&self) -> bool {
         self.synthetic.is_none()
     }

@@ -3,7 +3,6 @@
 
 use super::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
 use crate::error::{Error, Result};
-use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -14,7 +13,7 @@ use std::path::Path;
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Inputs larger than this are parsed in chunks of about this size, in parallel.
-const CHUNK_BYTES: usize = 8 << 20;
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// Parses a canonical transcript. `file` only names the input in error messages.
 /// Large inputs are cut at line boundaries and the pieces parsed on every core; the
@@ -27,56 +26,98 @@ pub fn parse<'a>(src: &'a [u8], file: &Path) -> Result<Transcript<'a>> {
 pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Result<Transcript<'a>> {
     let bom = if src.starts_with(BOM) { BOM.len() } else { 0 };
     let chunks = split(src, bom, chunk_bytes.max(1));
-    let parsed: Vec<(Transcript<'a>, Option<Error>)> = if chunks.len() == 1 {
-        vec![parse_chunk(src, chunks[0].0.clone(), chunks[0].1, file)]
-    } else {
-        chunks.par_iter().map(|(range, first_line)| parse_chunk(src, range.clone(), *first_line, file)).collect()
-    };
     let mut t = empty(src, bom);
-    // Sized once: growing by doubling while the chunks are alive would hold every
-    // record three times at the peak.
-    t.records.reserve_exact(parsed.iter().map(|(c, _)| c.records.len()).sum());
-    t.items.reserve_exact(parsed.iter().map(|(c, _)| c.items.len()).sum());
     let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
-    ids.reserve(parsed.iter().map(|(c, _)| c.items.len()).sum());
-    for (chunk, error) in parsed {
-        let (record_offset, item_offset) = (t.records.len(), t.items.len());
-        for mut r in chunk.records {
-            match &mut r.kind {
-                RecordKind::Item(i) => {
-                    let id = chunk.items[*i].id.clone();
-                    if let Some(first) = ids.insert(id.clone(), r.line) {
-                        let msg = format!("duplicate id {id:?} (first used on line {first})");
-                        return Err(Error::bad_line(file, r.line, 1, msg));
-                    }
-                    *i += item_offset;
+    let threads = rayon::current_num_threads();
+    let mut failed = None;
+    crate::batch::map_ordered(
+        &chunks,
+        threads,
+        threads + 1,
+        |chunk| parse_chunk(src, chunk, file),
+        |k, (chunk, error)| {
+            reserve_projected(&mut t, &mut ids, &chunk, chunks[k].0.end - bom, src.len() - bom);
+            match join(&mut t, &mut ids, chunk, file).err().or(error) {
+                None => true,
+                Some(e) => {
+                    failed = Some(e);
+                    false
                 }
-                RecordKind::Session if t.records.iter().any(|r| !matches!(r.kind, RecordKind::Blank)) => {
-                    return Err(Error::bad_line(
-                        file,
-                        r.line,
-                        1,
-                        "a \"session\" record is only allowed as the first record",
-                    ));
-                }
-                _ => {}
             }
-            t.records.push(r);
-        }
-        t.items.extend(chunk.items.into_iter().map(|mut item| {
-            item.record += record_offset;
-            item
-        }));
-        t.session = t.session.or(chunk.session);
-        t.unknown_records += chunk.unknown_records;
-        // The records before a chunk's bad line were checked above, so an earlier
-        // duplicate id is reported first.
-        if let Some(e) = error {
-            return Err(e);
-        }
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
     }
     link_results(&mut t);
     Ok(t)
+}
+
+/// Room for a chunk's records and items (and ids) in the transcript's, when they have
+/// none left: as many as the chunks so far hold per byte, projected over the input
+/// (`done` of `total` bytes). Vectors grown by doubling would hold up to twice what they
+/// need; sized by line count, a file of blank lines would ask for gigabytes.
+fn reserve_projected<'a>(
+    t: &mut Transcript<'a>,
+    ids: &mut HashMap<Cow<'a, str>, usize>,
+    chunk: &Transcript<'a>,
+    done: usize,
+    total: usize,
+) {
+    fn project<T>(v: &mut Vec<T>, add: usize, done: usize, total: usize) -> usize {
+        let need = v.len() + add;
+        let projected = (need as u128 * total as u128 / done.max(1) as u128) as usize;
+        if v.capacity() < need {
+            v.reserve_exact(projected.max(need) - v.len());
+        }
+        projected.max(need)
+    }
+    project(&mut t.records, chunk.records.len(), done, total);
+    let items = project(&mut t.items, chunk.items.len(), done, total);
+    if ids.capacity() < ids.len() + chunk.items.len() {
+        ids.reserve(items - ids.len());
+    }
+}
+
+/// Appends a parsed chunk to the transcript, its indices made the transcript's. The
+/// records before a chunk's bad line are checked here first, so an earlier duplicate id
+/// is reported before the chunk's own error.
+fn join<'a>(
+    t: &mut Transcript<'a>,
+    ids: &mut HashMap<Cow<'a, str>, usize>,
+    chunk: Transcript<'a>,
+    file: &Path,
+) -> Result<()> {
+    let (record_offset, item_offset) = (t.records.len(), t.items.len());
+    for mut r in chunk.records {
+        match &mut r.kind {
+            RecordKind::Item(i) => {
+                let id = chunk.items[*i].id.clone();
+                if let Some(first) = ids.insert(id.clone(), r.line) {
+                    let msg = format!("duplicate id {id:?} (first used on line {first})");
+                    return Err(Error::bad_line(file, r.line, 1, msg));
+                }
+                *i += item_offset;
+            }
+            RecordKind::Session if t.records.iter().any(|r| !matches!(r.kind, RecordKind::Blank)) => {
+                return Err(Error::bad_line(
+                    file,
+                    r.line,
+                    1,
+                    "a \"session\" record is only allowed as the first record",
+                ));
+            }
+            _ => {}
+        }
+        t.records.push(r);
+    }
+    t.items.extend(chunk.items.into_iter().map(|mut item| {
+        item.record += record_offset;
+        item
+    }));
+    t.session = t.session.take().or(chunk.session);
+    t.unknown_records += chunk.unknown_records;
+    Ok(())
 }
 
 fn empty(src: &[u8], bom: usize) -> Transcript<'_> {
@@ -115,12 +156,11 @@ fn split(src: &[u8], bom: usize, chunk_bytes: usize) -> Vec<(std::ops::Range<usi
 /// the chunk until `parse` joins the chunks.
 fn parse_chunk<'a>(
     src: &'a [u8],
-    range: std::ops::Range<usize>,
-    first_line: usize,
+    (range, first_line): &(std::ops::Range<usize>, usize),
     file: &Path,
 ) -> (Transcript<'a>, Option<Error>) {
     let mut t = empty(src, 0);
-    let error = parse_lines(&mut t, src, range, first_line, file).err();
+    let error = parse_lines(&mut t, src, range.clone(), *first_line, file).err();
     (t, error)
 }
 
@@ -201,10 +241,9 @@ fn parse_record<'a>(
                 synthetic: m.synthetic,
                 text_bytes: m.content.map_or(0, |c| c.0),
                 content: None,
-                summarized_usage: m.summarized_usage.map(|s| s.usage),
-                occupancy_after: m.occupancy_after,
+                written: written(m.summarized_usage.map(|s| s.usage), m.occupancy_after),
                 call_item: None,
-                kind: ItemKind::Message { role: m.role, calls: m.tool_calls.unwrap_or_default(), usage },
+                kind: ItemKind::Message { role: m.role, calls: exact(m.tool_calls.unwrap_or_default()), usage },
             };
             t.items.push(item);
             Ok(RecordKind::Item(t.items.len() - 1))
@@ -218,8 +257,7 @@ fn parse_record<'a>(
                 synthetic: None,
                 text_bytes: r.content.map_or(0, |c| c.0),
                 content: None,
-                summarized_usage: None,
-                occupancy_after: None,
+                written: None,
                 call_item: None,
                 kind: ItemKind::ToolResult {
                     call_id: r.call_id,
@@ -232,7 +270,7 @@ fn parse_record<'a>(
         }
         "event" => {
             let e: EventRec = serde_json::from_str(text).map_err(json_err)?;
-            Ok(RecordKind::Event { name: e.name, id: e.id })
+            Ok(RecordKind::Event(Box::new(super::EventRef { name: e.name, id: e.id })))
         }
         "session" => {
             if !t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank)) {
@@ -251,6 +289,19 @@ fn parse_record<'a>(
     }
 }
 
+/// The fields of an earlier run's record, boxed, when there are any.
+fn written(summarized_usage: Option<Usage>, occupancy_after: Option<u64>) -> Option<Box<super::Written>> {
+    (summarized_usage.is_some() || occupancy_after.is_some())
+        .then(|| Box::new(super::Written { summarized_usage, occupancy_after }))
+}
+
+/// A message's calls without the room a growing vector leaves (a vector of one call
+/// has room for four): a large transcript holds tens of thousands of them.
+fn exact(mut calls: Vec<Call<'_>>) -> Vec<Call<'_>> {
+    calls.shrink_to_fit();
+    calls
+}
+
 /// The common case, `{"type":"x",…`, read without a JSON pass; `None` means "ask serde".
 fn record_type(text: &str) -> Option<&str> {
     let rest = text.strip_prefix("{\"type\":\"")?;
@@ -266,6 +317,8 @@ fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterm
 }
 
 pub(crate) fn link_results(t: &mut Transcript<'_>) {
+    // Sized once: a map grown by doubling leaves the memory of every smaller one behind.
+    t.call_owner.reserve(t.items.iter().map(|i| i.calls().len()).sum());
     for i in 0..t.items.len() {
         for call in t.items[i].calls() {
             t.call_owner.insert(call.id.clone(), i);
