@@ -366,7 +366,7 @@ pub fn load(input: &Input, format: InputFormat) -> Result<crate::formats::Canoni
 /// Reads, imports and processes one input (a file, `-`, compressed or not, in any
 /// format), then hands the result to `f`: what every command does with one transcript.
 pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Processed<'_>) -> Result<T>) -> Result<T> {
-    let raw = input.read()?;
+    let raw = input.map_or_read()?;
     // The agent's own format is written from the input as read.
     let original: Option<std::sync::Arc<[u8]>> = settings.output_format.resumes().map(|_| raw.to_vec().into());
     let canonical = crate::formats::import(raw, &input.path, settings.input_format)?;
@@ -379,8 +379,14 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
     }
     let mut s = settings.clone();
     s.input_format = canonical.format;
-    let mut done = process(&canonical.bytes, &input.path, &s).map_err(|e| canonical.relocate(e))?;
+    let bytes = &canonical.bytes;
+    let mut done = process(bytes, &input.path, &s).map_err(|e| canonical.relocate(e))?;
+    // A mapped input that shrank meanwhile was read as zeros: nothing made of it counts,
+    // and nothing made of it is committed while `f` writes.
+    bytes.intact(&input.path)?;
     done.original = original.map(|o| (canonical.format, o));
-    done.warnings.splice(0..0, canonical.warnings);
-    f(&done)
+    done.warnings.splice(0..0, canonical.warnings.clone());
+    let out = bytes.current(|| f(&done));
+    bytes.intact(&input.path)?;
+    out
 }

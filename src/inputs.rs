@@ -76,6 +76,12 @@ impl Input {
         self.open()?.read_all()
     }
 
+    /// Reads the whole input, or maps it when it is a large regular file: the caller
+    /// checks [`crate::source::Source::intact`] before it trusts what it made of it.
+    pub fn map_or_read(&self) -> Result<crate::source::Source> {
+        self.open()?.map_or_read_all()
+    }
+
     /// The dataset format this input's head shows, if it is a dataset; the opened input
     /// is kept for the next [`Input::open`].
     pub fn peek_dataset(&self) -> Result<Option<InputFormat>> {

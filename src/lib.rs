@@ -18,8 +18,10 @@
 //! 9. edge: [`cli`] parses, calls and prints.
 //!
 //! Beneath them all, the leaf: [`error`] (errors and exit codes), [`ui`] (the one
-//! printer people read), [`text`] (text and JSON string literals), [`signals`] and
-//! [`batch`] (clean stops, many inputs).
+//! printer people read), [`text`] (text and JSON string literals), [`scan`] (the
+//! validating JSON scanner the canonical reader and the dataset view read with),
+//! [`signals`] and [`batch`] (clean stops, many inputs, ordered parallel maps),
+//! [`mapped`] (large inputs mapped, and what happens when one shrinks).
 //!
 //! The layers, from the bottom. A module uses only modules of its own layer or of the
 //! layers below it, and no two modules use each other (`tests/it/layers.rs` reads this
@@ -27,7 +29,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | leaf | error, ui, text, signals, batch |
+//! | leaf | error, ui, text, scan, signals, batch, mapped |
 //! | read | source, transcript, formats, inputs |
 //! | configure | config |
 //! | measure | tokens |
@@ -63,6 +65,7 @@ pub mod error;
 pub mod formats;
 pub mod hooks;
 pub mod inputs;
+pub mod mapped;
 pub mod output;
 pub mod policy;
 pub mod reanchor;
@@ -70,6 +73,7 @@ pub mod render;
 pub mod replay;
 pub mod report;
 pub mod resume;
+pub mod scan;
 pub mod signals;
 pub mod source;
 pub mod stats;

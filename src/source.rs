@@ -3,9 +3,9 @@
 //! rest is either read into memory behind it or streamed after it, so detection never
 //! consumes what the reader then misses.
 //!
-//! Inputs are read, never memory-mapped: a mapped file that another process truncates
-//! during a run kills the reader with SIGBUS, and reading costs little more (the page
-//! cache is copied once; peak memory is the same, as mapped pages count as resident).
+//! What `run`, `decide` and `stats` process whole may be a large regular file mapped
+//! rather than read ([`crate::mapped`]: faulting in a fresh buffer the size of the input
+//! was most of a large run's time); every other reader reads.
 //!
 //! Memory is bounded: what is held whole (a transcript, one dataset line) may not pass
 //! [`max_input_bytes`], and a stream whose first byte cannot start JSON (`/dev/zero`,
@@ -28,20 +28,52 @@ pub fn max_input_bytes() -> u64 {
     std::env::var("RIVUMI_MAX_INPUT_BYTES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_MAX_INPUT_BYTES)
 }
 
-/// The whole bytes of an input.
-#[derive(Debug, Default)]
-pub struct Source(Vec<u8>);
+/// The whole bytes of an input: read into memory, or a large file mapped.
+#[derive(Debug)]
+pub enum Source {
+    Read(Vec<u8>),
+    Mapped(crate::mapped::Mapped),
+}
+
+impl Default for Source {
+    fn default() -> Self {
+        Source::Read(Vec::new())
+    }
+}
 
 impl Deref for Source {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        match self {
+            Source::Read(v) => v,
+            Source::Mapped(m) => m.bytes(),
+        }
     }
 }
 
 impl From<Vec<u8>> for Source {
     fn from(v: Vec<u8>) -> Self {
-        Source(v)
+        Source::Read(v)
+    }
+}
+
+impl Source {
+    /// `Err` (naming `name`) when the input is a mapped file that another process
+    /// shrank while it was read: its bytes are then not the file's.
+    pub fn intact(&self, name: &Path) -> Result<()> {
+        match self {
+            Source::Mapped(m) => m.intact().map_err(|e| Error::read(name, e)),
+            Source::Read(_) => Ok(()),
+        }
+    }
+
+    /// Runs `f` with this input as the thread's current one: an output committed
+    /// meanwhile is refused if a mapped input shrank ([`crate::mapped::check_current`]).
+    pub fn current<T>(&self, f: impl FnOnce() -> T) -> T {
+        match self {
+            Source::Mapped(m) => m.current(f),
+            Source::Read(_) => f(),
+        }
     }
 }
 
@@ -187,13 +219,27 @@ impl Opened {
 
     /// Reads the rest, up to [`max_input_bytes`].
     pub fn read_all(self) -> Result<Source> {
+        self.read_whole(false)
+    }
+
+    /// [`Opened::read_all`], a large regular file mapped instead (see [`crate::mapped`]);
+    /// the caller checks [`Source::intact`] before it trusts what it made of it.
+    pub fn map_or_read_all(self) -> Result<Source> {
+        self.read_whole(crate::mapped::enabled())
+    }
+
+    fn read_whole(self, map: bool) -> Result<Source> {
         let limit = max_input_bytes();
         if self.size.is_some_and(|s| s > limit) {
             return Err(too_large(&self.name, limit));
         }
         if let (Some(size), Some(file)) = (self.size, self.file.as_ref()) {
             if size >= PARALLEL_READ_AT {
-                return read_regular(file, size, &self.name).map(Source);
+                let len = usize::try_from(size).map_err(|_| too_large(&self.name, limit))?;
+                if let Some(m) = map.then(|| crate::mapped::Mapped::new(file, len)).flatten() {
+                    return Ok(Source::Mapped(m));
+                }
+                return read_regular(file, size, &self.name).map(Source::Read);
             }
         }
         let mut buf = self.head;
@@ -204,7 +250,7 @@ impl Opened {
         if buf.len() as u64 > limit {
             return Err(too_large(&self.name, limit));
         }
-        Ok(Source(buf))
+        Ok(Source::Read(buf))
     }
 
     /// The size of a regular file, when known.
@@ -243,7 +289,7 @@ fn read_bounded(r: &mut impl Read, buf: &mut Vec<u8>, limit: u64) -> io::Result<
     }
 }
 
-/// Regular files at least this large are read by several threads at once.
+/// Regular files at least this large are mapped, or read by several threads at once.
 const PARALLEL_READ_AT: u64 = 32 << 20;
 
 /// A shared file read through its cursor (the head, then the rest).

@@ -107,5 +107,10 @@ fn extra_sections() -> String {
     roff.text([roman(
         "The most bytes held in memory for one transcript or one dataset line (default 4 GiB); a larger input is bad input (exit 3) instead of a run out of memory.",
     )]);
+    roff.control("TP", []);
+    roff.text([roman("RIVUMI_MMAP")]);
+    roff.text([roman(
+        "0: read every input into memory. Otherwise a regular file of 32 MB or more that run, decide or stats processes is memory-mapped; if another program shrinks it during the run, that input fails (the file changed while it was read), nothing made of it is committed, and a batch goes on.",
+    )]);
     roff.render()
 }

@@ -13,7 +13,6 @@ use crate::policy::{steps, Message, Step, Walk};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
-mod scan;
 pub mod stream;
 mod view;
 

@@ -9,8 +9,8 @@
 //! as that path would — a wrong type, a duplicate key, an escaped `messages` key — is
 //! handed to the canonical path (`None`), which also words the errors of bad lines.
 
-use super::scan::Scan;
 use crate::formats::openai::{self, Call, Line, Message};
+use crate::scan::{Scan, Seen};
 use crate::transcript::{Item, Record, RecordKind, Transcript};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -106,24 +106,13 @@ pub fn extract(line: &str) -> Option<(Line<'_, ChatText<'_>>, Spans)> {
     Some((Line { messages, usage }, spans))
 }
 
-/// The keys a message, a call or a function has read (a second one is left to the
-/// canonical path).
-#[derive(Default)]
-struct Seen(u8);
-
-impl Seen {
-    fn first(&mut self, bit: u8) -> Option<()> {
-        (self.0 & bit == 0).then(|| self.0 |= bit)
-    }
-}
-
 fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a, ChatText<'a>>> {
     let (mut m, mut seen) = (Message::default(), Seen::default());
     s.object(2, |s, key| {
         match key {
             "role" => {
                 seen.first(1)?;
-                m.role = optional_str(s)?;
+                m.role = s.optional_str()?;
             }
             "content" => {
                 seen.first(2)?;
@@ -144,11 +133,11 @@ fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a, ChatText<'a>>> {
             }
             "tool_call_id" => {
                 seen.first(8)?;
-                m.tool_call_id = optional_str(s)?;
+                m.tool_call_id = s.optional_str()?;
             }
             "name" => {
                 seen.first(16)?;
-                m.name = optional_str(s)?;
+                m.name = s.optional_str()?;
             }
             "usage" => {
                 seen.first(32)?;
@@ -172,7 +161,7 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
         match key {
             "id" => {
                 seen.first(1)?;
-                c.id = optional_str(s)?;
+                c.id = s.optional_str()?;
             }
             "function" => {
                 seen.first(2)?;
@@ -194,7 +183,7 @@ fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
         match key {
             "name" => {
                 seen.first(1)?;
-                c.name = optional_str(s)?;
+                c.name = s.optional_str()?;
             }
             "arguments" => {
                 seen.first(2)?;
@@ -204,20 +193,6 @@ fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
         }
         Some(())
     })
-}
-
-/// A string or `null` (`Some(None)`); `None` for anything else.
-#[allow(clippy::option_option)] // `None`: not for the view; `Some(None)`: no value
-fn optional_str<'a>(s: &mut Scan<'a>) -> Option<Option<Cow<'a, str>>> {
-    if s.null()? {
-        return Some(None);
-    }
-    let lit = s.string()?;
-    let raw = s.text(lit.start..lit.end);
-    if lit.escaped {
-        return crate::text::unescape_literal(raw).map(Some);
-    }
-    Some(Some(Cow::Borrowed(&raw[1..raw.len() - 1])))
 }
 
 /// A message's `content`: `null` is none; a string is measured from its escapes without
@@ -277,7 +252,7 @@ fn block(s: &mut Scan<'_>, depth: usize) -> Option<Option<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::scan::Scan;
+    use crate::scan::Scan;
     use proptest::prelude::*;
 
     fn measured(literal: &str) -> Option<u64> {

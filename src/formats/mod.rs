@@ -172,6 +172,8 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
             return Err(Error::Usage("openai files are datasets: use `run` (one output line per input line)".into()))
         }
     };
+    // A mapped input that shrank while it was imported was read as zeros.
+    raw.intact(file)?;
     let warnings = imported.warnings(file, format.as_str());
     let source_lines = imported.source_lines();
     Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings, source_lines })

@@ -56,6 +56,13 @@ pub fn write_transcript(w: &mut dyn Write, t: &Transcript<'_>, plan: &Plan) -> i
     w.write_all(&src[pending..cursor])
 }
 
+/// Makes what was written the output (`f`: the renames), unless the input it was made
+/// from is a mapped file that shrank meanwhile ([`crate::mapped::check_current`]).
+fn commit<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    crate::mapped::check_current()?;
+    signals::committing(f)
+}
+
 /// Writes a file atomically: a temporary file in the same folder, then a rename. The
 /// file gets the permissions the umask gives (as a file made by `>` would).
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
@@ -64,7 +71,7 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
         std::fs::create_dir_all(dir)?;
     }
     let tmp = temp_file_in(dir, write)?;
-    signals::committing(|| tmp.persist(path).map(drop).map_err(|e| e.error))
+    commit(|| tmp.persist(path).map(drop).map_err(|e| e.error))
 }
 
 /// Writes a file the user named (`--out`, `--svg`) the way `>` writes it: a new or
@@ -101,7 +108,7 @@ pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
         let dir = real.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let tmp = temp_file_in(dir, write)?;
         tmp.value.as_file().set_permissions(target.permissions())?;
-        return signals::committing(|| tmp.persist(&real).map(drop).map_err(|e| e.error));
+        return commit(|| tmp.persist(&real).map(drop).map_err(|e| e.error));
     }
     let file = std::fs::OpenOptions::new().write(true).open(path)?;
     let mut buf = io::BufWriter::with_capacity(1 << 20, file);
@@ -218,7 +225,7 @@ fn new_folder(
         write(f, &mut file)?;
         file.flush()?;
     }
-    signals::committing(|| match std::fs::rename(tmp.path(), real) {
+    commit(|| match std::fs::rename(tmp.path(), real) {
         Ok(()) => {
             let _ = tmp.keep();
             Ok(())
@@ -243,7 +250,7 @@ fn replace_files(
     for f in files {
         temps.push((temp_file_in(real, |w| write(f, w))?, *f));
     }
-    signals::committing(|| {
+    commit(|| {
         for (tmp, f) in temps {
             tmp.persist(&real.join(f)).map_err(|e| e.error)?;
         }

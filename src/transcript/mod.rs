@@ -3,6 +3,7 @@
 
 mod content;
 mod event;
+mod fast;
 mod reader;
 
 pub use event::Event;

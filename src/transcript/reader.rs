@@ -1,6 +1,7 @@
 //! Reads canonical JSONL into a [`Transcript`] without building a JSON tree per line:
 //! each record is deserialized into a borrowed view of just the fields the policy uses.
 
+use super::fast;
 use super::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
 use crate::error::{Error, Result};
 use rustc_hash::FxHashMap as HashMap;
@@ -232,7 +233,8 @@ fn parse_record<'a>(
     };
     match &*ty {
         "message" => {
-            let m: MessageRec = serde_json::from_str(text).map_err(json_err)?;
+            let m =
+                fast::message(text).map_or_else(|| serde_json::from_str::<MessageRec>(text), Ok).map_err(json_err)?;
             let usage = m.usage;
             let item = Item {
                 record: t.records.len(),
@@ -249,7 +251,9 @@ fn parse_record<'a>(
             Ok(RecordKind::Item(t.items.len() - 1))
         }
         "tool_result" => {
-            let r: ResultRec = serde_json::from_str(text).map_err(json_err)?;
+            let r = fast::tool_result(text)
+                .map_or_else(|| serde_json::from_str::<ResultRec>(text), Ok)
+                .map_err(json_err)?;
             t.items.push(Item {
                 record: t.records.len(),
                 id: r.id,
@@ -339,49 +343,49 @@ struct Probe<'a> {
 }
 
 #[derive(Deserialize)]
-struct MessageRec<'a> {
+pub(super) struct MessageRec<'a> {
     #[serde(borrow)]
-    id: Cow<'a, str>,
+    pub(super) id: Cow<'a, str>,
     #[serde(borrow, default)]
-    turn: Option<Cow<'a, str>>,
-    role: Role,
+    pub(super) turn: Option<Cow<'a, str>>,
+    pub(super) role: Role,
     #[serde(default)]
-    content: Option<TextLen>,
+    pub(super) content: Option<TextLen>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<Call<'a>>>,
+    pub(super) tool_calls: Option<Vec<Call<'a>>>,
     #[serde(default)]
-    usage: Option<Usage>,
+    pub(super) usage: Option<Usage>,
     #[serde(borrow, default)]
-    synthetic: Option<super::Mark<'a>>,
+    pub(super) synthetic: Option<super::Mark<'a>>,
     #[serde(default)]
-    summarized_usage: Option<SummarizedUsage>,
+    pub(super) summarized_usage: Option<SummarizedUsage>,
     #[serde(default)]
-    occupancy_after: Option<u64>,
+    pub(super) occupancy_after: Option<u64>,
 }
 
 /// `summarized_usage` of an earlier fallback: the four counts plus `estimated`.
 #[derive(Deserialize)]
-struct SummarizedUsage {
+pub(super) struct SummarizedUsage {
     #[serde(flatten)]
-    usage: Usage,
+    pub(super) usage: Usage,
 }
 
 #[derive(Deserialize)]
-struct ResultRec<'a> {
+pub(super) struct ResultRec<'a> {
     #[serde(borrow)]
-    id: Cow<'a, str>,
+    pub(super) id: Cow<'a, str>,
     #[serde(borrow, default)]
-    turn: Option<Cow<'a, str>>,
+    pub(super) turn: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    call_id: Cow<'a, str>,
+    pub(super) call_id: Cow<'a, str>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    pub(super) name: Option<Cow<'a, str>>,
     #[serde(default)]
-    content: Option<TextLen>,
+    pub(super) content: Option<TextLen>,
     #[serde(default)]
-    is_error: Option<bool>,
+    pub(super) is_error: Option<bool>,
     #[serde(default)]
-    exit_code: Option<i64>,
+    pub(super) exit_code: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -394,7 +398,7 @@ struct EventRec<'a> {
 
 /// The UTF-8 length of a `content` value (a string, or text blocks), measured while
 /// parsing so the text itself is never kept.
-struct TextLen(u64);
+pub(super) struct TextLen(pub(super) u64);
 
 impl<'de> Deserialize<'de> for TextLen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -14,6 +14,7 @@ mod hooks;
 mod hostile;
 mod hostile_surfaces;
 mod layers;
+mod mapped;
 mod names;
 mod properties;
 mod readme;

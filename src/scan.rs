@@ -1,15 +1,27 @@
-//! A validating JSON scanner over one line: the dataset view reads the few keys it
-//! needs and steps over everything else in a single pass, checking the whole grammar
-//! as it goes (strings, escapes, numbers, literals, nesting). It never decides that a
-//! line is bad: wherever it is unsure it says `None`, and the line goes the canonical
-//! way (`serde_json`), which accepts it or words the error.
+//! A validating JSON scanner over one line: the canonical reader and the dataset view
+//! read the few keys they need and step over everything else in a single pass,
+//! checking the whole grammar as they go (strings, escapes, numbers, literals,
+//! nesting). It never decides that a line is bad: wherever it is unsure it says `None`,
+//! and the line goes to `serde_json`, which accepts it or words the error.
 
 use crate::text::{escape_at, find_special};
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Nesting deeper than this is left to the canonical path (whose parser has a limit of
 /// its own).
 const MAX_DEPTH: usize = 100;
+
+/// The keys an object has read, one bit each (a second one is left to the fallback).
+#[derive(Default)]
+pub struct Seen(u16);
+
+impl Seen {
+    /// `Some` the first time `bit` is seen.
+    pub fn first(&mut self, bit: u16) -> Option<()> {
+        (self.0 & bit == 0).then(|| self.0 |= bit)
+    }
+}
 
 /// A string literal: where it is (quotes included), the UTF-8 length of its value, and
 /// whether it holds an escape.
@@ -159,6 +171,62 @@ impl<'a> Scan<'a> {
     pub fn raw_value(&mut self, depth: usize) -> Option<&'a str> {
         let r = self.value(depth)?;
         Some(&self.text[r])
+    }
+
+    /// A string's value (after whitespace), borrowed when it has no escape; `None` for
+    /// anything else.
+    pub fn str(&mut self) -> Option<Cow<'a, str>> {
+        let lit = self.string()?;
+        let raw = self.text(lit.start..lit.end);
+        if lit.escaped {
+            return crate::text::unescape_literal(raw);
+        }
+        Some(Cow::Borrowed(&raw[1..raw.len() - 1]))
+    }
+
+    /// A string or `null` (`Some(None)`); `None` for anything else.
+    #[allow(clippy::option_option)] // `None`: not for the scanner; `Some(None)`: no value
+    pub fn optional_str(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.str().map(Some)
+    }
+
+    /// A number without sign, fraction or exponent that fits in a `u64`; `None` for
+    /// any other value (a parser may still read it: the caller's fallback decides).
+    pub fn u64(&mut self) -> Option<u64> {
+        self.peek()?;
+        let start = self.i;
+        let mut n: u64 = 0;
+        while let Some(&c) = self.b.get(self.i).filter(|c| c.is_ascii_digit()) {
+            n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+            self.i += 1;
+        }
+        let digits = self.i - start;
+        // One digit, or no leading zero; and no fraction or exponent after it.
+        let plain = digits == 1 || (digits > 1 && self.b[start] != b'0');
+        (plain && !matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E'))).then_some(n)
+    }
+
+    /// An integer without fraction or exponent that fits in an `i64`, or `None`.
+    pub fn i64(&mut self) -> Option<i64> {
+        self.peek()?;
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+            let n = self.u64()?;
+            return if n == 1 << 63 { Some(i64::MIN) } else { i64::try_from(n).ok().map(|n| -n) };
+        }
+        i64::try_from(self.u64()?).ok()
+    }
+
+    /// `true`, `false`, or `None` for anything else.
+    pub fn bool(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b't' => self.word(b"true").map(|_| true),
+            b'f' => self.word(b"false").map(|_| false),
+            _ => None,
+        }
     }
 
     /// Whether the value here (after whitespace) is `null`, consuming it if so.

@@ -1,0 +1,187 @@
+//! Large regular files, mapped rather than copied into fresh memory: on a machine that
+//! another program has just left (the way users run the tool), faulting in and zeroing
+//! a fresh buffer the size of the input cost most of a large run's time.
+//!
+//! A mapped file that another process shrinks while it is read would kill the process
+//! with SIGBUS (the pages past the new end are gone). The handler here puts zero pages
+//! over the rest of that mapping instead, marks the mapping, and lets the read go on;
+//! the input is then reported as changed while it was read, nothing made from it is
+//! committed (every atomic output checks [`check_current`] first), and a batch goes on
+//! with its other files. `RIVUMI_MMAP=0` reads every input into memory instead.
+
+use std::cell::Cell;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Mappings open at once that the handler knows (one per job in a batch); past that,
+/// an input is read instead of mapped.
+const SLOTS: usize = 64;
+
+struct Slot {
+    start: AtomicUsize,
+    len: AtomicUsize,
+    shrank: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)] // the initializer of each slot
+const FREE: Slot = Slot { start: AtomicUsize::new(0), len: AtomicUsize::new(0), shrank: AtomicBool::new(false) };
+static TABLE: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// The action SIGBUS had before ours, restored for a fault that is not in a mapping.
+static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
+static PAGE: AtomicUsize = AtomicUsize::new(4096);
+
+thread_local! {
+    /// The mapping whose input this thread is processing, for [`check_current`].
+    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Whether inputs may be mapped (`RIVUMI_MMAP=0` says no).
+pub fn enabled() -> bool {
+    std::env::var_os("RIVUMI_MMAP").is_none_or(|v| v != "0")
+}
+
+/// A regular file mapped read-only, known to the SIGBUS handler while it lives.
+pub struct Mapped {
+    map: memmap2::Mmap,
+    slot: usize,
+}
+
+impl std::fmt::Debug for Mapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapped").field("len", &self.map.len()).field("slot", &self.slot).finish()
+    }
+}
+
+impl Mapped {
+    /// Maps the first `len` bytes of `file`; `None` when it cannot be (no free slot, a
+    /// handler that cannot be installed, a file that is already shorter), and the
+    /// caller reads it instead.
+    pub fn new(file: &std::fs::File, len: usize) -> Option<Mapped> {
+        if len == 0 || !install() {
+            return None;
+        }
+        // SAFETY: the mapping is read-only and private; the one way its bytes can go
+        // away under us (another process shrinking the file) is caught by the handler,
+        // which maps zero pages in their place and marks the slot.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }.ok()?;
+        let start = map.as_ptr() as usize;
+        let slot = TABLE
+            .iter()
+            .position(|s| s.start.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst).is_ok())?;
+        TABLE[slot].shrank.store(false, Ordering::SeqCst);
+        TABLE[slot].len.store(len, Ordering::SeqCst);
+        let mapped = Mapped { map, slot };
+        // Shorter already than when it was opened: read it instead (it gives the error).
+        if file.metadata().map_or(true, |m| m.len() < len as u64) {
+            return None;
+        }
+        Some(mapped)
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// `Err` when the file shrank while it was mapped (its bytes are then not the file's).
+    pub fn intact(&self) -> io::Result<()> {
+        if TABLE[self.slot].shrank.load(Ordering::SeqCst) {
+            return Err(changed());
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with this mapping as the thread's current input: an atomic output
+    /// committed meanwhile checks it first ([`check_current`]).
+    pub fn current<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<usize>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(CURRENT.with(|c| c.replace(Some(self.slot))));
+        f()
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // The slot is given up before the mapping goes (fields drop after this).
+        TABLE[self.slot].len.store(0, Ordering::SeqCst);
+        TABLE[self.slot].start.store(0, Ordering::SeqCst);
+    }
+}
+
+fn changed() -> io::Error {
+    io::Error::other("the file changed while it was read (another process shrank it): nothing made from it is kept")
+}
+
+/// `Err` when the input this thread is processing is mapped and shrank meanwhile.
+pub fn check_current() -> io::Result<()> {
+    match CURRENT.with(Cell::get) {
+        Some(slot) if TABLE[slot].shrank.load(Ordering::SeqCst) => Err(changed()),
+        _ => Ok(()),
+    }
+}
+
+/// Installs the SIGBUS handler once; whether it is in place.
+fn install() -> bool {
+    static INSTALLED: OnceLock<bool> = OnceLock::new();
+    *INSTALLED.get_or_init(|| {
+        // SAFETY: plain libc calls with initialized structures; the handler only uses
+        // atomics, mmap and sigaction.
+        unsafe {
+            let page = libc::sysconf(libc::_SC_PAGESIZE);
+            if page > 0 {
+                PAGE.store(page as usize, Ordering::SeqCst);
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_sigbus as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&raw mut action.sa_mask);
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGBUS, &raw const action, &raw mut previous) != 0 {
+                return false;
+            }
+            let _ = PREVIOUS.set(previous);
+        }
+        true
+    })
+}
+
+/// A fault in a mapping: zero pages over the rest of it, the slot marked, and the read
+/// goes on. Any other fault: the action before ours, and the fault happens again.
+extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let page = PAGE.load(Ordering::SeqCst);
+    for slot in &TABLE {
+        let (start, len) = (slot.start.load(Ordering::SeqCst), slot.len.load(Ordering::SeqCst));
+        if start == 0 || addr < start || addr >= start + len {
+            continue;
+        }
+        let from = addr & !(page - 1);
+        // SAFETY: the range lies inside the mapping this slot holds, which lives until
+        // its owner drops it (and unmaps the whole range, these pages included).
+        let zeros = unsafe {
+            libc::mmap(
+                from as *mut libc::c_void,
+                start + len - from,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if zeros != libc::MAP_FAILED {
+            slot.shrank.store(true, Ordering::SeqCst);
+            return;
+        }
+    }
+    if let Some(previous) = PREVIOUS.get() {
+        // SAFETY: restoring the action that was in place before ours.
+        unsafe { libc::sigaction(libc::SIGBUS, previous, std::ptr::null_mut()) };
+    }
+}

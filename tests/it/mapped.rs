@@ -1,0 +1,66 @@
+//! Large inputs are mapped (src/mapped.rs): a file that another process shrinks while
+//! the tool reads it is reported as changed, nothing made of it is committed, and the
+//! batch goes on. The shrinking is done by a pre-compact hook, which runs after the
+//! input was parsed and before the kept records are copied out of it.
+
+use crate::support::{cmd, path_str, stderr};
+use std::path::Path;
+
+/// A canonical transcript of more than 32 MB (the size from which inputs are mapped)
+/// whose history the fallback summarizes.
+fn large_transcript(path: &Path) {
+    let mut s = String::from(r#"{"type":"session","id":"big","task":{"max_total_tokens":20000}}"#);
+    s.push('\n');
+    s.push_str(r#"{"type":"message","id":"task","turn":"t0","role":"user","content":"Fix the parser."}"#);
+    s.push('\n');
+    let body = "x".repeat(4000);
+    let mut k = 0;
+    while s.len() < 34 << 20 {
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"a{k}\",\"turn\":\"t1\",\"role\":\"assistant\",\"content\":\"step {k}\",\"tool_calls\":[{{\"id\":\"c{k}\",\"name\":\"bash\",\"arguments\":{{\"command\":\"ls\"}}}}],\"usage\":{{\"input_tokens\":100}}}}\n\
+             {{\"type\":\"tool_result\",\"id\":\"r{k}\",\"turn\":\"t1\",\"call_id\":\"c{k}\",\"name\":\"bash\",\"content\":\"{body}\"}}\n"
+        ));
+        k += 1;
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn a_mapped_input_that_shrinks_is_reported_and_the_batch_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    large_transcript(&big);
+    let small = dir.path().join("small.jsonl");
+    std::fs::copy("testdata/cases/fallback-applied/input.jsonl", &small).unwrap();
+    let hook = format!("truncate -s 100 {}", path_str(&big));
+    let out = dir.path().join("out");
+
+    // A batch: the shrunk input is an error and gets no folder; the other is written.
+    let o = cmd()
+        .args(["run", path_str(&big), path_str(&small), "--out-dir", path_str(&out), "--jobs", "1"])
+        .args(["--pre-compact-hook", &hook])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(4), "an input of the batch failed: {err}");
+    assert!(err.contains("big.jsonl: cannot read: the file changed while it was read"), "{err}");
+    let folders: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(folders, ["small"], "no folder (and no temporary one) for the shrunk input: {err}");
+    assert!(err.contains("1 compacted, 0 unchanged, 1 failed"), "{err}");
+    assert!(out.join("small/transcript.jsonl").is_file());
+
+    // One input on stdout: the same error, whatever was already written.
+    large_transcript(&big);
+    let o = cmd().args(["run", path_str(&big), "--pre-compact-hook", &hook]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the file changed while it was read"), "{}", stderr(&o));
+
+    // Read instead of mapped (RIVUMI_MMAP=0), the run works on what it read.
+    large_transcript(&big);
+    let o = cmd().env("RIVUMI_MMAP", "0").args(["run", path_str(&big), "--pre-compact-hook", &hook]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let last = o.stdout.split(|&b| b == b'\n').rev().find(|l| !l.is_empty()).unwrap();
+    assert!(std::str::from_utf8(last).unwrap().contains("\"type\":\"message\""), "ends with a whole record");
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 100, "the hook did shrink it");
+}
