@@ -1,20 +1,23 @@
-//! Inputs → jobs → results, in input order, streamed: `--jobs` threads process a window
-//! of [`WINDOW`] inputs while the results of the window before are handed to the caller
-//! in order, so outputs, warnings and errors appear as files finish and memory does not
-//! grow with the number of inputs. A progress bar shows on a terminal; after a signal (see
-//! [`crate::signals`]) no new input starts.
+//! Inputs → jobs → results, in input order, streamed: one ordered parallel map
+//! ([`map_ordered`]) serves the files of a batch and the pieces of a large input; its
+//! `jobs` threads each take the next item, and results are handed to the caller in
+//! order as soon as the ones before them are, so outputs, warnings and errors appear as
+//! files finish and memory does not grow with the number of inputs. A progress bar
+//! shows on a terminal; after a signal (see [`crate::signals`]) no new input starts.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
-/// How many inputs are processed together (results are held for two windows at most).
+/// How far the workers of a batch may run ahead of the first result not yet handed
+/// over: the results held at most.
 pub const WINDOW: usize = 256;
 
 /// Runs `f` over `items` on `jobs` threads and calls `sink` with each index and result
 /// in input order (`None` for items not started after a signal or a stop). `sink`
-/// returns false to stop the batch (a closed stdout): no new item starts.
+/// returns false to stop the batch (a closed stdout): no new item starts. The results
+/// held waiting for an earlier one are at most [`WINDOW`]; `f` runs with a thread
+/// budget ([`threads`]) of one in a worker, of `jobs` when the batch runs inline.
 pub fn for_each<I: Sync, R: Send>(
     items: &[I],
     jobs: usize,
@@ -23,10 +26,8 @@ pub fn for_each<I: Sync, R: Send>(
     mut sink: impl FnMut(usize, Option<R>) -> bool,
 ) {
     let bar = progress.then(|| progress_bar(items.len()));
-    let pool = pool(jobs.max(1));
-    let stop = AtomicBool::new(false);
     let one = |item: &I| {
-        if stop.load(Ordering::SeqCst) || crate::signals::interrupted() {
+        if crate::signals::interrupted() {
             return None;
         }
         let r = f(item);
@@ -35,28 +36,36 @@ pub fn for_each<I: Sync, R: Send>(
         }
         Some(r)
     };
-    // A window at a time: its items run in parallel, then are reported in order while
-    // the next window runs, so at most two windows of results are held.
-    let windows: Vec<&[I]> = items.chunks(WINDOW).collect();
-    let mut ready: Option<Vec<Option<R>>> = None;
-    let mut at = 0;
-    for k in 0..=windows.len() {
-        let next = windows.get(k).copied();
-        ready = std::thread::scope(|scope| {
-            let (pool, one) = (&pool, &one);
-            let running = next.map(|w| scope.spawn(move || pool.install(|| w.par_iter().map(one).collect::<Vec<_>>())));
-            for r in ready.take().into_iter().flatten() {
-                if !stop.load(Ordering::SeqCst) && !sink(at, r) {
-                    stop.store(true, Ordering::SeqCst);
-                }
-                at += 1;
-            }
-            running.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        });
-    }
+    with_threads(jobs.max(1), || map_ordered(items, jobs.max(1), WINDOW, one, &mut sink));
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+}
+
+thread_local! {
+    /// The threads work on this thread may use, when a batch or the caller said.
+    static BUDGET: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// The threads a piece of work on this thread may use for itself (the canonical reader
+/// parses a large input in pieces on them): one in a worker of a parallel map (the map
+/// already keeps every job busy), what [`with_threads`] set, else the machine's cores.
+pub fn threads() -> usize {
+    BUDGET
+        .with(std::cell::Cell::get)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
+/// Runs `f` with a thread budget of `n` on this thread (`--jobs`).
+pub fn with_threads<T>(n: usize, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<usize>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUDGET.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(BUDGET.with(|b| b.replace(Some(n.max(1)))));
+    f()
 }
 
 /// An ordered parallel map: `jobs` threads run `work` over `items`, each taking the next
@@ -96,6 +105,7 @@ pub fn map_ordered<I: Sync, R: Send>(
             let (tx, next, stop, gate, work, halt) = (tx.clone(), &next, &stop, &gate, &work, &halt);
             scope.spawn(move || {
                 let _on_panic = OnPanic(halt);
+                BUDGET.with(|b| b.set(Some(1)));
                 loop {
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     if k >= items.len() {
@@ -154,16 +164,6 @@ fn progress_bar(len: usize) -> ProgressBar {
     bar
 }
 
-/// A pool of `jobs` threads (the caller caps `jobs` to the machine's cores); one
-/// thread when the system refuses more.
-pub fn pool(jobs: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
-        .expect("a thread pool of one thread")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +187,37 @@ mod tests {
             let want: Vec<(usize, Option<usize>)> = items.iter().map(|&i| (i, Some(i * 2))).collect();
             assert_eq!(seen, want, "jobs {jobs}");
         }
+    }
+
+    #[test]
+    fn work_in_a_worker_has_one_thread_and_inline_work_the_jobs() {
+        let items: Vec<usize> = (0..50).collect();
+        let mut budgets = Vec::new();
+        for_each(
+            &items,
+            2,
+            false,
+            |_| threads(),
+            |_, r| {
+                budgets.push(r);
+                true
+            },
+        );
+        assert!(budgets.iter().all(|&b| b == Some(1)), "{budgets:?}");
+        let mut inline = Vec::new();
+        for_each(
+            &items[..1],
+            2,
+            false,
+            |_| threads(),
+            |_, r| {
+                inline.push(r);
+                true
+            },
+        );
+        assert_eq!(inline, [Some(2)], "one item runs inline, with the batch's jobs");
+        assert_eq!(with_threads(3, threads), 3);
+        assert!(threads() >= 1);
     }
 
     #[test]

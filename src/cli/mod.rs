@@ -200,7 +200,7 @@ pub struct RunArgs {
     /// Dataset mode: also write each bad line to FILE (JSON Lines: line, error, text)
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
-    /// Files (or dataset lines) processed in parallel (0: one per core; 1: a dataset is read, compacted and written on one thread)
+    /// Files, dataset lines or the pieces of one large transcript processed in parallel (0: one per core; 1: one thread reads, compacts and writes)
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     pub jobs: usize,
     #[command(flatten)]

@@ -81,19 +81,22 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
     let out = args.out_dir.as_deref().map(|dir| out_dir(dir, inputs)).transpose()?;
     if inputs.len() == 1 && out.is_none() {
         let input = &inputs[0];
-        return process_input(input, settings, |done| {
-            print_warnings(done);
-            if let (Some(e), false) = (done.refusal(), args.dry_run) {
-                return Err(e);
-            }
-            crate::ui::note(&format!("{}: {}", input.display_name(), done.plan.decision.one_line()));
-            let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
-            nothing_emitted_note(input, done, emit);
-            if emit == Emit::Transcript {
-                nothing_compacted_note(input, done);
-            }
-            let code = write_out(w, |w| emit_to(w, done, emit))?;
-            Ok(if done.plan.refused() { Exit::Failed } else { code })
+        // One large transcript is parsed in pieces on up to `--jobs` threads.
+        return crate::batch::with_threads(jobs(args.jobs), || {
+            process_input(input, settings, |done| {
+                print_warnings(done);
+                if let (Some(e), false) = (done.refusal(), args.dry_run) {
+                    return Err(e);
+                }
+                crate::ui::note(&format!("{}: {}", input.display_name(), done.plan.decision.one_line()));
+                let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
+                nothing_emitted_note(input, done, emit);
+                if emit == Emit::Transcript {
+                    nothing_compacted_note(input, done);
+                }
+                let code = write_out(w, |w| emit_to(w, done, emit))?;
+                Ok(if done.plan.refused() { Exit::Failed } else { code })
+            })
         });
     }
     run_batch(args, settings, inputs, out.as_ref(), lines, w)

@@ -29,7 +29,7 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
     let chunks = split(src, bom, chunk_bytes.max(1));
     let mut t = empty(src, bom);
     let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
-    let threads = rayon::current_num_threads();
+    let threads = crate::batch::threads();
     let mut failed = None;
     crate::batch::map_ordered(
         &chunks,
