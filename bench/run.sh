@@ -83,8 +83,10 @@ dataset_bench() {
   local have_lc="" have_pkg=""
   "$venv/bin/python" -c 'import langchain_core' 2> /dev/null && have_lc=1
   "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null && have_pkg=1
-  [ -n "$have_pkg" ] && cmds+=("ds_pkg=$venv/bin/python bench/python_batch.py $agents /dev/null 3000")
-  measure "${cmds[@]}"
+  local calls="$OUT/pkg-call-times.txt"
+  rm -f "$calls"
+  [ -n "$have_pkg" ] && cmds+=("ds_pkg=RIVUMI_BENCH_CALL_TIMES=$calls $venv/bin/python bench/python_batch.py $agents /dev/null 3000")
+  measure "${cmds[@]}""
   if [ -n "$have_lc" ]; then
     ROUNDS=1 measure "ds_lc=$venv/bin/python bench/langchain_trim.py $agents /dev/null 3000"
   fi
@@ -103,6 +105,9 @@ dataset_bench() {
   fi
   if [ -n "$have_pkg" ]; then
     mrow "python package compact_lines (vs CLI)" ds_pkg "$(ratio "${MED[ds_pkg]}" "${MED[ds_most]}")" "<= 1.5"
+    local call
+    call=$(python3 -c 'import statistics,sys; print(statistics.median(float(l) for l in open(sys.argv[1])))' "$calls")
+    row "python package, the call alone (vs CLI)" "$(secs "$call")" "" "" "$(ratio "$call" "${MED[ds_most]}")" "<= 1.5"
     [ -n "$have_lc" ] && row "langchain trim_messages / python package" "" "" "" "$(ratio "${MED[ds_lc]}" "${MED[ds_pkg]}")" ">= 50"
   else
     echo "python package: skipped: pip install ./python failed into $venv"

@@ -7,7 +7,6 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyString};
-use rayon::prelude::*;
 use rivumi_compact::config::Profile;
 use rivumi_compact::dataset::{self, LineOutcome};
 use rivumi_compact::engine::Settings;
@@ -88,6 +87,9 @@ fn one_line(raw: &[u8], n: usize, s: &Settings) -> Result<(Option<Vec<u8>>, Opti
     })
 }
 
+/// The output lines, and the bad lines' (index, message).
+type LinesOut<'py> = (Vec<Bound<'py, PyAny>>, Vec<(usize, String)>);
+
 /// What a dataset line comes to.
 type Compacted = (Option<Vec<u8>>, Option<String>);
 
@@ -103,11 +105,11 @@ fn compact_lines<'py>(
     config: &str,
     profile: Option<&str>,
     input_format: Option<&str>,
-) -> PyResult<(Vec<Bound<'py, PyAny>>, Vec<(usize, String)>)> {
-    // In pieces of a few MB: each is compacted on every core with the GIL released,
-    // then turned into Python objects, so that the engine's buffers are reused while
-    // they are still mapped.
-    const PIECE: usize = 8 << 20;
+) -> PyResult<LinesOut<'py>> {
+    // In pieces of about a MB, each compacted by one worker with the GIL released
+    // while this thread turns the pieces before it into Python objects (taking the GIL
+    // for each): compacting and converting overlap, and the pieces held stay few.
+    const PIECE: usize = 1 << 20;
     let mut s = settings(config, profile, input_format)?;
     if s.input_format == InputFormat::Auto {
         s.input_format = InputFormat::Openai;
@@ -120,8 +122,7 @@ fn compact_lines<'py>(
             Line::Str(l.extract::<PyBackedStr>().map_err(|_| PyValueError::new_err("a line is a str or bytes"))?)
         });
     }
-    let mut out = Vec::with_capacity(owned.len());
-    let mut bad = Vec::new();
+    let mut pieces = Vec::new();
     let mut start = 0;
     while start < owned.len() {
         let (mut end, mut bytes) = (start, 0);
@@ -129,23 +130,51 @@ fn compact_lines<'py>(
             bytes += owned[end].bytes().len();
             end += 1;
         }
-        let piece = &owned[start..end];
-        let results: Result<Vec<Compacted>, Error> = py.allow_threads(|| {
-            piece.par_iter().enumerate().map(|(k, line)| one_line(line.bytes(), start + k + 1, &s)).collect()
-        });
-        for (k, ((changed, message), line)) in results.map_err(to_py)?.into_iter().zip(piece).enumerate() {
-            if let Some(m) = message {
-                bad.push((start + k, m));
-            }
-            out.push(match (changed, line) {
-                (None, _) => lines[start + k].clone(),
-                // The engine writes UTF-8: what came as text goes back as text.
-                (Some(b), Line::Str(_)) => PyString::new(py, std::str::from_utf8(&b).unwrap_or_default()).into_any(),
-                (Some(b), Line::Bytes(_)) => PyBytes::new(py, &b).into_any(),
-            });
-        }
+        pieces.push(start..end);
         start = end;
     }
+    let mut out: Vec<Py<PyAny>> = Vec::with_capacity(owned.len());
+    let mut bad = Vec::new();
+    let mut failed = None;
+    let threads = rivumi_compact::batch::threads();
+    let (owned, s) = (&owned, &s);
+    let unbound: Vec<Py<PyAny>> = lines.iter().map(|l| l.clone().unbind()).collect();
+    let unbound = &unbound;
+    py.allow_threads(|| {
+        let compact = |r: &std::ops::Range<usize>| -> Result<Vec<Compacted>, Error> {
+            owned[r.clone()].iter().enumerate().map(|(k, line)| one_line(line.bytes(), r.start + k + 1, s)).collect()
+        };
+        rivumi_compact::batch::map_ordered(&pieces, threads, threads + 1, compact, |k, results| {
+            let results = match results {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
+                }
+            };
+            let start = pieces[k].start;
+            Python::with_gil(|py| {
+                for (j, ((changed, message), line)) in results.into_iter().zip(&owned[pieces[k].clone()]).enumerate() {
+                    if let Some(m) = message {
+                        bad.push((start + j, m));
+                    }
+                    out.push(match (changed, line) {
+                        (None, _) => unbound[start + j].clone_ref(py),
+                        // The engine writes UTF-8: what came as text goes back as text.
+                        (Some(b), Line::Str(_)) => {
+                            PyString::new(py, std::str::from_utf8(&b).unwrap_or_default()).into_any().unbind()
+                        }
+                        (Some(b), Line::Bytes(_)) => PyBytes::new(py, &b).into_any().unbind(),
+                    });
+                }
+            });
+            true
+        });
+    });
+    if let Some(e) = failed {
+        return Err(to_py(e));
+    }
+    let out = out.into_iter().map(|o| o.into_bound(py)).collect();
     Ok((out, bad))
 }
 

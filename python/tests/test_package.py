@@ -64,6 +64,23 @@ def test_compact_lines_is_byte_identical_to_the_cli(tmp_path):
     assert bool(caught) == (expected.returncode == 4)
 
 
+def test_many_pieces_come_back_in_order():
+    """More than a few MB of lines, so that workers compact pieces of them in parallel
+    while the first ones are turned into Python objects: the order and the bytes hold,
+    a bad line in the middle is reported at its own index."""
+    lines = [line + "\n" for line in rows(2000)]
+    lines[700] = '{"messages": [broken\n'
+    data = "".join(lines).encode()
+    assert len(data) > 3 << 20
+    expected = cli("run", "-", "--max-total-tokens", "3000", stdin=data)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = rc.compact_lines([line.encode() for line in lines], task__max_total_tokens=3000)
+    assert b"".join(got) == expected.stdout
+    assert got[700] == lines[700].encode(), "a bad line is kept, in its place"
+    assert any("701" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
 def test_bad_lines_are_kept_skipped_or_raised():
     lines = [rows(1)[0], "{not json", rows(2)[1]]
     with pytest.warns(UserWarning, match="1 bad line"):
