@@ -86,7 +86,7 @@ dataset_bench() {
   local calls="$OUT/pkg-call-times.txt"
   rm -f "$calls"
   [ -n "$have_pkg" ] && cmds+=("ds_pkg=RIVUMI_BENCH_CALL_TIMES=$calls $venv/bin/python bench/python_batch.py $agents /dev/null 3000")
-  measure "${cmds[@]}""
+  measure "${cmds[@]}"
   if [ -n "$have_lc" ]; then
     ROUNDS=1 measure "ds_lc=$venv/bin/python bench/langchain_trim.py $agents /dev/null 3000"
   fi
