@@ -70,10 +70,12 @@ pub fn with_threads<T>(n: usize, f: impl FnOnce() -> T) -> T {
 
 /// An ordered parallel map: `jobs` threads run `work` over `items`, each taking the next
 /// item no one has taken, and `sink` gets each result on the calling thread, in item
-/// order, as soon as the results before it are sunk. At most `in_flight` items are
-/// taken and not yet sunk, so the results held stay bounded whatever the order they
-/// finish in; `sink` returning false stops the map (no new item starts). A panic in
-/// `work` stops the others and goes on in the caller.
+/// order, as soon as the results before it are sunk. The calling thread is one of the
+/// `jobs`: between its own items it hands over every result that is ready, so no thread
+/// sits waiting to be woken for each result. At most `in_flight` items are taken and
+/// not yet sunk, so the results held stay bounded whatever the order they finish in;
+/// `sink` returning false stops the map (no new item starts). A panic in `work` stops
+/// the others and goes on in the caller.
 pub fn map_ordered<I: Sync, R: Send>(
     items: &[I],
     jobs: usize,
@@ -100,8 +102,9 @@ pub fn map_ordered<I: Sync, R: Send>(
         gate.1.notify_all();
     };
     std::thread::scope(|scope| {
+        let _on_panic = OnPanic(&halt);
         let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
-        for _ in 0..jobs.min(items.len()) {
+        for _ in 1..jobs.min(items.len()) {
             let (tx, next, stop, gate, work, halt) = (tx.clone(), &next, &stop, &gate, &work, &halt);
             scope.spawn(move || {
                 let _on_panic = OnPanic(halt);
@@ -125,17 +128,56 @@ pub fn map_ordered<I: Sync, R: Send>(
         drop(tx);
         let mut waiting = std::collections::BTreeMap::new();
         let mut at = 0;
-        for (k, r) in &rx {
-            waiting.insert(k, r);
-            while let Some(r) = waiting.remove(&at) {
-                let go = sink(at, r);
-                at += 1;
-                *gate.0.lock().unwrap_or_else(PoisonError::into_inner) = at;
-                gate.1.notify_all();
+        // Sinks what is ready in order; false once the sink said stop.
+        let mut pass = |waiting: &mut std::collections::BTreeMap<usize, R>, at: &mut usize| {
+            let before = *at;
+            while let Some(r) = waiting.remove(&*at) {
+                let go = sink(*at, r);
+                *at += 1;
                 if !go {
                     halt();
+                    return false;
+                }
+            }
+            if *at > before {
+                *gate.0.lock().unwrap_or_else(PoisonError::into_inner) = *at;
+                gate.1.notify_all();
+            }
+            true
+        };
+        while at < items.len() {
+            waiting.extend(rx.try_iter());
+            if !pass(&mut waiting, &mut at) {
+                return;
+            }
+            if at >= items.len() {
+                break;
+            }
+            // Take an item of its own while that keeps within the window; otherwise
+            // wait for a result the others owe (they hold every item taken and not
+            // ready, the first one among them).
+            let window = at + in_flight;
+            let own = (!stop.load(Ordering::SeqCst))
+                .then(|| {
+                    next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |k| {
+                        (k < items.len() && k < window).then_some(k + 1)
+                    })
+                    .ok()
+                })
+                .flatten();
+            if let Some(k) = own {
+                let r = with_threads(1, || work(&items[k]));
+                waiting.insert(k, r);
+                continue;
+            }
+            if let Ok((k, r)) = rx.recv() {
+                waiting.insert(k, r);
+            } else {
+                // Every worker is gone: what is left is in `waiting` or was never taken.
+                if !pass(&mut waiting, &mut at) {
                     return;
                 }
+                break;
             }
         }
     });
