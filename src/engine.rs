@@ -41,13 +41,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Settings from a `--config` file's JSON and the flags' layer (an object of keys).
-    pub fn new(config_file: Option<(&Path, &Value)>, flags: &Map<String, Value>) -> Result<Settings> {
+    /// Settings from a `--config` file's JSON and the flags (typed; a later setting of a
+    /// key wins).
+    pub fn new(config_file: Option<(&Path, &Value)>, flags: &[config::Setting]) -> Result<Settings> {
         let mut layers = config::Builder::default();
         if let Some((path, value)) = config_file {
             layers.file(value, path)?;
         }
-        layers.flags(flags)?;
+        layers.flags(flags);
         Ok(Settings { layers, ..Settings::default() })
     }
 
@@ -62,16 +63,17 @@ impl Settings {
         }
     }
 
-    /// The same settings with one more flag layer on top (keys as JSON paths).
-    pub fn with_flags(&self, flags: &Map<String, Value>) -> Result<Settings> {
+    /// The same settings with more flags on top.
+    #[must_use]
+    pub fn with_flags(&self, flags: &[config::Setting]) -> Settings {
         let mut layers = self.layers.clone();
-        layers.flags(flags)?;
-        Ok(Settings {
+        layers.flags(flags);
+        Settings {
             layers,
             no_session: std::sync::OnceLock::new(),
             no_session_config: std::sync::OnceLock::new(),
             ..self.clone()
-        })
+        }
     }
 
     pub fn profile(&self) -> config::Profile {
@@ -99,7 +101,11 @@ impl Settings {
     /// ```
     pub fn from_config(cfg: &Config) -> Result<Settings> {
         match serde_json::to_value(cfg) {
-            Ok(Value::Object(flags)) => Settings::new(None, &flags),
+            Ok(Value::Object(keys)) => {
+                let mut layers = config::Builder::default();
+                layers.overrides(&keys)?;
+                Ok(Settings { layers, ..Settings::default() })
+            }
             Ok(_) => Err(Error::Usage("a configuration is an object".into())),
             Err(e) => Err(Error::Usage(format!("the configuration cannot be written: {e}"))),
         }

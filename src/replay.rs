@@ -6,7 +6,7 @@
 //! conversation runtime, [`CumulativeUsage`] for the agent runner), so replay and
 //! `decide` can never disagree on what a point measures.
 
-use crate::config::{Config, Estimator, EvaluateAt, RuntimeKind};
+use crate::config::{Config, Estimator, EvaluateAt, RuntimeKind, Setting};
 use crate::policy::{CumulativeUsage, Event, Figure, Occupancy, PressurePath};
 use crate::tokens;
 use crate::transcript::{RecordKind, Synthetic, Transcript};
@@ -463,9 +463,8 @@ pub fn each_firing(
     max: usize,
     mut f: impl FnMut(&Point, &crate::engine::Processed<'_>) -> crate::error::Result<()>,
 ) -> crate::error::Result<()> {
-    let flags = |v: serde_json::Value| s.with_flags(v.as_object().expect("an object"));
-    let checkpoint = flags(serde_json::json!({"runtime": {"native_compaction": false}}))?;
-    let fallback = flags(serde_json::json!({"runtime": {"kind": RuntimeKind::AgentRunner}}))?;
+    let checkpoint = s.with_flags(&[Setting::NativeCompaction(false)]);
+    let fallback = s.with_flags(&[Setting::Runtime(RuntimeKind::AgentRunner)]);
     let threshold = s.config_for(t.session.as_ref(), file)?.config.threshold.as_f64();
     for p in r.points.iter().filter(|p| p.fired).take(max) {
         let end = t.records[p.record].span.end;

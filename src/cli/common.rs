@@ -16,7 +16,7 @@ pub(super) fn settings(p: &PolicyArgs, actions: Option<&ActionArgs>, dry_run: bo
         None => None,
         Some(path) => Some((path.as_path(), read_config_file(path)?)),
     };
-    let mut layer = p.layer();
+    let mut layer = p.settings()?;
     if let Some(a) = actions {
         a.add_to(&mut layer);
     }

@@ -13,12 +13,12 @@ mod run;
 mod stats;
 mod validate;
 
-use crate::config::{Profile, RuntimeKind, Tokenizer};
+use crate::config::{Profile, RuntimeKind, Setting, Tokenizer};
 use crate::error::Exit;
 use crate::formats::InputFormat;
 use crate::formats::OutputFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde_json::{json, Map, Value};
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -360,23 +360,23 @@ pub struct PolicyArgs {
     #[arg(long)]
     pub no_native_compaction: bool,
     /// Provider context capacity in tokens [runtime.context_window]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub context_window: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub context_window: Option<NonZeroU64>,
     /// Conversation runtime: also fire at N tokens when that is below the threshold's
     /// figure (Codex's configured auto_compact_token_limit) [trigger.limit_tokens]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub trigger_limit: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub trigger_limit: Option<NonZeroU64>,
     /// Agent runner: keep the newest items that fit in N tokens with the head and the injected
     /// records, and compact any transcript larger than N [fallback.target_tokens]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub target_tokens: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub target_tokens: Option<NonZeroU64>,
     /// What the agent runner injects: summary, reminder, reanchor; repeatable (the flags
     /// replace the default of all three) [inject]
     #[arg(long, value_name = "KIND", value_enum)]
     pub inject: Vec<crate::config::Inject>,
     /// Task budget in tokens [task.max_total_tokens]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_total_tokens: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub max_total_tokens: Option<NonZeroU64>,
     /// Both paths fire at >= F, in (0, 1] with at most 4 decimals [threshold]
     #[arg(long, value_name = "F", value_parser = parse_threshold_flag)]
     pub threshold: Option<crate::config::Threshold>,
@@ -412,40 +412,20 @@ pub struct ActionArgs {
     pub manual: bool,
 }
 
-/// Sets `key` (dotted) in a configuration layer.
-fn set_key(layer: &mut Map<String, Value>, key: &str, value: Value) {
-    match key.split_once('.') {
-        None => {
-            layer.insert(key.to_string(), value);
-        }
-        Some((head, rest)) => {
-            let child = layer.entry(head.to_string()).or_insert_with(|| json!({}));
-            if !child.is_object() {
-                *child = json!({});
-            }
-            if let Value::Object(m) = child {
-                set_key(m, rest, value);
-            }
-        }
+impl ActionArgs {
+    /// The settings these flags make.
+    pub fn add_to(&self, settings: &mut Vec<Setting>) {
+        settings.extend(self.pre_compact_hook.clone().map(Setting::PreCompactHook));
+        settings.extend(self.post_compact_hook.clone().map(Setting::PostCompactHook));
+        settings.extend(self.hook_timeout.map(Setting::HookTimeout));
+        settings.extend(self.summarizer.clone().map(Setting::Summarizer));
     }
 }
 
-impl ActionArgs {
-    /// Adds the keys these flags set to a configuration layer.
-    pub fn add_to(&self, layer: &mut Map<String, Value>) {
-        if let Some(c) = &self.pre_compact_hook {
-            set_key(layer, "hooks.pre_compact", json!(c));
-        }
-        if let Some(c) = &self.post_compact_hook {
-            set_key(layer, "hooks.post_compact", json!(c));
-        }
-        if let Some(s) = self.hook_timeout {
-            set_key(layer, "hooks.timeout_secs", json!(s));
-        }
-        if let Some(c) = &self.summarizer {
-            set_key(layer, "summarizer", json!(c));
-        }
-    }
+/// A count of tokens: a positive integer, worded as a configuration file's is.
+fn parse_positive(s: &str) -> Result<NonZeroU64, String> {
+    let n: u64 = s.parse().map_err(|_| format!("expected a positive integer, found `{s}`"))?;
+    NonZeroU64::new(n).ok_or_else(|| "expected a positive integer, found 0".to_string())
 }
 
 fn parse_threshold_flag(s: &str) -> Result<crate::config::Threshold, String> {
@@ -460,45 +440,32 @@ fn parse_threshold_flag(s: &str) -> Result<crate::config::Threshold, String> {
 }
 
 impl PolicyArgs {
-    /// The configuration layer the flags make: an object of the keys they set. A
-    /// repeated flag builds one list, which replaces the lists of earlier layers.
-    pub fn layer(&self) -> Map<String, Value> {
-        let mut layer = Map::new();
+    /// The settings the flags make (the command line's layer). A repeated flag builds
+    /// one list, which replaces the lists of earlier layers; an invalid `--allow` glob
+    /// is a usage error.
+    pub fn settings(&self) -> crate::error::Result<Vec<Setting>> {
         let p = self;
-        if let Some(r) = p.runtime {
-            set_key(&mut layer, "runtime.kind", json!(r.as_str()));
-        }
+        let mut s = Vec::new();
+        s.extend(p.runtime.map(Setting::Runtime));
         if p.native_compaction || p.no_native_compaction {
-            set_key(&mut layer, "runtime.native_compaction", json!(p.native_compaction));
+            s.push(Setting::NativeCompaction(p.native_compaction));
         }
-        if let Some(n) = p.target_tokens {
-            set_key(&mut layer, "fallback.target_tokens", json!(n));
-        }
+        s.extend(p.target_tokens.map(Setting::TargetTokens));
         if !p.inject.is_empty() {
-            set_key(&mut layer, "inject", json!(p.inject));
+            s.push(Setting::Inject(p.inject.clone()));
         }
-        if let Some(n) = p.trigger_limit {
-            set_key(&mut layer, "trigger.limit_tokens", json!(n));
-        }
-        if let Some(n) = p.context_window {
-            set_key(&mut layer, "runtime.context_window", json!(n));
-        }
-        if let Some(n) = p.max_total_tokens {
-            set_key(&mut layer, "task.max_total_tokens", json!(n));
-        }
-        if let Some(t) = p.threshold {
-            set_key(&mut layer, "threshold", json!(t.as_f64()));
-        }
-        if let Some(t) = p.tokenizer {
-            set_key(&mut layer, "tokenizer", json!(t.as_str()));
-        }
+        s.extend(p.trigger_limit.map(Setting::TriggerLimit));
+        s.extend(p.context_window.map(Setting::ContextWindow));
+        s.extend(p.max_total_tokens.map(Setting::MaxTotalTokens));
+        s.extend(p.threshold.map(Setting::Threshold));
+        s.extend(p.tokenizer.map(Setting::Tokenizer));
         if !p.allow.is_empty() {
-            set_key(&mut layer, "workspace.allowed_paths", json!(p.allow));
+            s.push(Setting::allowed_paths(&p.allow).map_err(crate::error::Error::Usage)?);
         }
         if !p.verify.is_empty() {
-            set_key(&mut layer, "verification", json!(p.verify));
+            s.push(Setting::Verification(p.verify.clone()));
         }
-        layer
+        Ok(s)
     }
 }
 

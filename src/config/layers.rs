@@ -1,8 +1,9 @@
 //! The layers that set the configuration (defaults < profile < session record <
 //! `--config` file < flags), each checked as it is laid on, and the layer each key
-//! came from.
+//! came from. The JSON layers are merged into one tree read once; the flags are typed
+//! ([`Setting`]) and laid on what it reads.
 
-use super::{Config, Profile, EXECUTABLE};
+use super::{Config, Profile, Setting, EXECUTABLE};
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -45,7 +46,8 @@ pub struct Layered {
 impl Builder {
     /// Whether any layer laid so far sets `key` (a JSON path).
     pub fn sets(&self, key: &str) -> bool {
-        self.layers.iter().any(|(leaves, _)| leaves.iter().any(|(k, _)| k == key))
+        self.flags.iter().any(|s| s.key() == key)
+            || self.layers.iter().any(|(leaves, _)| leaves.iter().any(|(k, _)| k == key))
     }
 }
 
@@ -58,9 +60,11 @@ impl Layered {
             .layers
             .iter()
             .flat_map(|(leaves, layer)| leaves.iter().map(move |(k, _)| (k.as_str(), *layer)))
+            .chain(self.layers.flags.iter().map(|s| (s.key(), Layer::Flag)))
             .collect();
         let mut keys = Vec::new();
-        flatten(&self.layers.tree, "", &mut keys);
+        let typed = serde_json::to_value(&self.config).expect("a configuration serializes");
+        flatten(&typed, "", &mut keys);
         keys.into_iter()
             .map(|(k, v)| {
                 let layer = from.get(k.as_str()).copied().unwrap_or(Layer::Default);
@@ -75,8 +79,10 @@ impl Layered {
 #[derive(Debug, Clone)]
 pub struct Builder {
     tree: Value,
-    /// The leaves each layer set, in order.
+    /// The leaves each JSON layer set, in order.
     layers: Vec<(Vec<(String, Value)>, Layer)>,
+    /// The flags, laid on the typed configuration the tree makes.
+    flags: Vec<Setting>,
     warnings: Vec<String>,
 }
 
@@ -84,7 +90,7 @@ impl Default for Builder {
     fn default() -> Self {
         static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
         let tree = DEFAULTS.get_or_init(|| serde_json::to_value(Config::default()).expect("the defaults serialize"));
-        Builder { tree: tree.clone(), layers: Vec::new(), warnings: Vec::new() }
+        Builder { tree: tree.clone(), layers: Vec::new(), flags: Vec::new(), warnings: Vec::new() }
     }
 }
 
@@ -124,12 +130,35 @@ impl Builder {
     /// are checked when laid): an error can only be the session record's, and names it.
     /// One deserialization per transcript.
     pub fn build_for_session(self, file: &Path) -> Result<Layered> {
-        if let Ok(config) = Config::deserialize(&self.tree) {
-            let warnings = self.warnings.clone();
-            return Ok(Layered { config, warnings, layers: self });
+        let tree = self.tree_under_flags();
+        let Ok(config) = Config::deserialize(&*tree) else {
+            let e = serde_path_to_error::deserialize::<_, Config>(&*tree).expect_err("it failed once");
+            return Err(Error::bad_input(file, format!("session record: `{}`: {}", e.path(), e.inner())));
+        };
+        drop(tree);
+        Ok(self.layered(config))
+    }
+
+    /// The merged tree without the keys a flag sets: what a lower layer wrote there is
+    /// not read (a session's invalid value under a flag is no error).
+    fn tree_under_flags(&self) -> std::borrow::Cow<'_, Value> {
+        if self.flags.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.tree);
         }
-        let e = serde_path_to_error::deserialize::<_, Config>(&self.tree).expect_err("it failed once");
-        Err(Error::bad_input(file, format!("session record: `{}`: {}", e.path(), e.inner())))
+        let mut tree = self.tree.clone();
+        for s in &self.flags {
+            remove(&mut tree, s.key());
+        }
+        std::borrow::Cow::Owned(tree)
+    }
+
+    /// The flags laid on the configuration the tree made.
+    fn layered(self, mut config: Config) -> Layered {
+        for s in &self.flags {
+            s.apply(&mut config);
+        }
+        let warnings = self.warnings.clone();
+        Layered { config, warnings, layers: self }
     }
 
     /// A `--config` JSON file's object: unknown keys are errors.
@@ -143,8 +172,15 @@ impl Builder {
         self.lay(leaves, Layer::ConfigFile).map_err(|(key, m)| Error::bad_input(file, format!("`{key}`: {m}")))
     }
 
-    /// The command line's layer (an object of the keys the flags set): a usage error.
-    pub fn flags(&mut self, obj: &Map<String, Value>) -> Result<()> {
+    /// The command line's layer: typed settings, checked when the flags were parsed. A
+    /// later setting of the same key wins.
+    pub fn flags(&mut self, settings: &[Setting]) {
+        self.flags.extend_from_slice(settings);
+    }
+
+    /// An object of keys laid as the flags are (a library caller's typed configuration,
+    /// written out): an unknown key or a value the rules refuse is a usage error.
+    pub fn overrides(&mut self, obj: &Map<String, Value>) -> Result<()> {
         let mut leaves = Vec::new();
         self.leaves(obj, "", &mut leaves, &mut |k| Err(Error::Usage(self.unknown_key(k))))?;
         self.lay(leaves, Layer::Flag).map_err(|(key, m)| Error::Usage(format!("{key}: {m}")))
@@ -152,9 +188,8 @@ impl Builder {
 
     /// The typed configuration and where each value came from.
     pub fn build(self) -> Layered {
-        let config: Config = Config::deserialize(&self.tree).expect("every layer was checked");
-        let warnings = self.warnings.clone();
-        Layered { config, warnings, layers: self }
+        let config: Config = Config::deserialize(&*self.tree_under_flags()).expect("every layer was checked");
+        self.layered(config)
     }
 
     /// "unknown configuration key `k`", with the nearest known key when one is near:
@@ -224,6 +259,7 @@ impl Builder {
             }
             b.layers.push((leaves.clone(), *layer));
         }
+        b.flags.extend_from_slice(&self.flags);
         b
     }
 }
@@ -255,6 +291,14 @@ fn set(tree: &mut Value, key: &str, value: Value) {
             return;
         }
         v = &mut v[k];
+    }
+}
+
+fn remove(tree: &mut Value, key: &str) {
+    let (path, last) = key.rsplit_once('.').unwrap_or(("", key));
+    let parent = path.split('.').filter(|k| !k.is_empty()).try_fold(tree, |v, k| v.get_mut(k));
+    if let Some(Value::Object(m)) = parent {
+        m.remove(last);
     }
 }
 

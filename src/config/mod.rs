@@ -1,20 +1,23 @@
 //! Configuration (SPEC 2): one typed tree ([`Config`]) and the layers that set it —
 //! defaults < session record (or importer) < `--config` file < command-line flags.
 //!
-//! Each layer is a JSON object laid over the defaults; the merged tree is deserialized
-//! into [`Config`] (unknown keys rejected, values with rules checked by their types),
-//! and the layer that set each key is kept for `rivumi-compact config`. Adding a key is
-//! one field here (and, if wanted, one flag in `cli/`).
+//! Each file-like layer is a JSON object laid over the defaults; the merged tree is
+//! deserialized into [`Config`] (unknown keys rejected, values with rules checked by
+//! their types), then the flags, typed ([`Setting`]), are laid on it; the layer that set
+//! each key is kept for `rivumi-compact config`. Adding a key is one field here (and,
+//! if wanted, one flag in `cli/` with its [`Setting`]).
 
 use crate::formats::{DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS};
 use serde::{Deserialize, Serialize};
 
 mod layers;
 mod profile;
+mod setting;
 mod values;
 
 pub use layers::{keys, Builder, Layer, Layered};
 pub use profile::Profile;
+pub use setting::Setting;
 use values::{count, percent, positive, positive_opt, seconds, string_opt, strings, strings_opt};
 pub use values::{parse_threshold, Globs, Threshold};
 

@@ -625,8 +625,8 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        let flags = serde_json::json!({"task": {"max_total_tokens": 3000}});
-        let mut s = Settings::new(None, flags.as_object().unwrap()).unwrap();
+        let budget = crate::config::Setting::MaxTotalTokens(std::num::NonZeroU64::new(3000).unwrap());
+        let mut s = Settings::new(None, &[budget]).unwrap();
         s.input_format = InputFormat::Openai;
         s
     }
