@@ -210,12 +210,18 @@ impl<'a> Scan<'a> {
     }
 
     /// An integer without fraction or exponent that fits in an `i64`, or `None`.
+    /// `-0` is `None`: serde_json reads it as the float `-0.0`, which no integer field
+    /// takes, so the parser's fallback must be the one to refuse it.
     pub fn i64(&mut self) -> Option<i64> {
         self.peek()?;
         if self.b.get(self.i) == Some(&b'-') {
             self.i += 1;
             let n = self.u64()?;
-            return if n == 1 << 63 { Some(i64::MIN) } else { i64::try_from(n).ok().map(|n| -n) };
+            return match n {
+                0 => None,
+                n if n == 1 << 63 => Some(i64::MIN),
+                n => i64::try_from(n).ok().map(|n| -n),
+            };
         }
         i64::try_from(self.u64()?).ok()
     }

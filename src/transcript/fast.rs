@@ -405,6 +405,18 @@ mod tests {
         });
     }
 
+    /// Found by the property test below (a CI run): serde reads `-0` as the float
+    /// `-0.0` and refuses it as an exit code, so the scanner must leave it to serde
+    /// rather than read it as 0; `-1` and `0` it reads.
+    #[test]
+    fn a_negative_zero_exit_code_is_left_to_serde() {
+        let line = |code: &str| format!(r#"{{"type":"tool_result","id":"r","call_id":"c","exit_code":{code}}}"#);
+        assert!(tool_result(&line("-0")).is_none());
+        assert!(serde_json::from_str::<ResultRec<'_>>(&line("-0")).is_err());
+        assert_eq!(tool_result(&line("-1")).unwrap().exit_code, Some(-1));
+        assert_eq!(tool_result(&line("0")).unwrap().exit_code, Some(0));
+    }
+
     /// Whatever tool result the scanner reads, serde reads the same.
     #[test]
     fn a_tool_result_is_read_as_serde_reads_it() {
