@@ -169,6 +169,8 @@ pub struct OutDir {
     given: PathBuf,
     real: PathBuf,
     inputs: HashSet<PathBuf>,
+    /// The parents of output folders already created, with their real paths.
+    parents: std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>,
 }
 
 impl OutDir {
@@ -176,7 +178,26 @@ impl OutDir {
     pub fn create(dir: &Path, inputs: HashSet<PathBuf>) -> Result<OutDir, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
         let real = std::fs::canonicalize(dir).map_err(|e| Error::write(dir, e))?;
-        Ok(OutDir { given: dir.to_path_buf(), real, inputs })
+        Ok(OutDir { given: dir.to_path_buf(), real, inputs, parents: std::sync::Mutex::default() })
+    }
+
+    /// The real path of `parent` (a folder under the out-dir), created if needed. Each
+    /// is created and resolved once a run, not once an input: the folders of a batch
+    /// share a few parents, and walking the path again for each input was a fifth of
+    /// a batch of small files' system time. What is resolved is checked to lie inside
+    /// the out-dir by the caller, every time.
+    fn real_parent(&self, parent: &Path) -> Result<PathBuf, Error> {
+        if parent == self.given {
+            return Ok(self.real.clone());
+        }
+        let mut known = self.parents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(real) = known.get(parent) {
+            return Ok(real.clone());
+        }
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
+        let real = std::fs::canonicalize(parent).map_err(|e| Error::write(parent, e))?;
+        known.insert(parent.to_path_buf(), real.clone());
+        Ok(real)
     }
 
     /// Writes the folder `name` (a relative path of plain names) with `files`, each
@@ -192,8 +213,7 @@ impl OutDir {
         let target = self.given.join(name);
         let fail = |what: String| Error::Failed(format!("{}: {what}", target.display()));
         let parent = target.parent().unwrap_or(&self.given);
-        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
-        let real_parent = std::fs::canonicalize(parent).map_err(|e| Error::write(parent, e))?;
+        let real_parent = self.real_parent(parent)?;
         if !real_parent.starts_with(&self.real) {
             return Err(fail("not written: a symbolic link leads out of --out-dir".into()));
         }
