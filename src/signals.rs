@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 /// The signal that asked for a stop, 0 while none did.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
@@ -27,11 +27,14 @@ fn live() -> MutexGuard<'static, Live> {
     LIVE.get_or_init(Mutex::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Held while a set of renames makes an output folder complete, so a hard stop never
-/// lands between two of them.
-fn commit_lock() -> &'static Mutex<()> {
-    static COMMIT: OnceLock<Mutex<()>> = OnceLock::new();
-    COMMIT.get_or_init(Mutex::default)
+/// Read while a set of renames makes an output folder complete, written by a hard stop,
+/// so that the stop never lands between two of them. The jobs of a batch commit their
+/// folders side by side (a global mutex made them take turns: with two jobs, the renames
+/// of 10,000 small files were a serial part of the batch); the stop waits for the
+/// commits under way and lets no new one start.
+fn commit_lock() -> &'static RwLock<()> {
+    static COMMIT: OnceLock<RwLock<()>> = OnceLock::new();
+    COMMIT.get_or_init(RwLock::default)
 }
 
 /// Installs the handler once (a thread reading the signals, no work in signal context).
@@ -72,7 +75,7 @@ pub fn finish() {
 }
 
 fn die(sig: i32) -> ! {
-    let _commit = commit_lock().lock();
+    let _commit = commit_lock().write();
     let live = std::mem::take(&mut *live());
     for group in live.groups {
         // SAFETY: kill(2) with a negative pid signals a process group we created.
@@ -120,6 +123,32 @@ impl Drop for TrackedGroup {
 
 /// Runs `f` (a few renames) so that a hard stop happens before it or after it.
 pub fn committing<T>(f: impl FnOnce() -> T) -> T {
-    let _commit = commit_lock().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _commit = commit_lock().read().unwrap_or_else(std::sync::PoisonError::into_inner);
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::committing;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    /// Two jobs commit their folders side by side: one inside `committing` waits there
+    /// for the other to come in too (with one lock for all, it would wait in vain).
+    #[test]
+    fn commits_of_two_jobs_overlap() {
+        let (a_in, a_seen) = channel();
+        let (b_in, b_seen) = channel();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                a_seen.recv().unwrap();
+                committing(|| b_in.send(()).unwrap());
+            });
+            let overlapped = committing(|| {
+                a_in.send(()).unwrap();
+                b_seen.recv_timeout(Duration::from_secs(10)).is_ok()
+            });
+            assert!(overlapped, "the second commit waited for the first to end");
+        });
+    }
 }
