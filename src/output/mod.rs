@@ -184,8 +184,10 @@ impl OutDir {
     /// The real path of `parent` (a folder under the out-dir), created if needed. Each
     /// is created and resolved once a run, not once an input: the folders of a batch
     /// share a few parents, and walking the path again for each input was a fifth of
-    /// a batch of small files' system time. What is resolved is checked to lie inside
-    /// the out-dir by the caller, every time.
+    /// a batch of small files' system time. The caller checks that what was resolved
+    /// lies inside the out-dir. A parent that another process swaps for a link while
+    /// the run goes on is written through its real path as resolved (the folder that
+    /// was there), never through the new link.
     fn real_parent(&self, parent: &Path) -> Result<PathBuf, Error> {
         if parent == self.given {
             return Ok(self.real.clone());
