@@ -183,23 +183,33 @@ impl OutDir {
 
     /// The real path of `parent` (a folder under the out-dir), created if needed. Each
     /// is created and resolved once a run, not once an input: the folders of a batch
-    /// share a few parents, and walking the path again for each input was a fifth of
-    /// a batch of small files' system time. The caller checks that what was resolved
-    /// lies inside the out-dir. A parent that another process swaps for a link while
-    /// the run goes on is written through its real path as resolved (the folder that
-    /// was there), never through the new link.
+    /// share a few parents, and walking the whole path again for each input was a fifth
+    /// of a batch of small files' system time. Before a resolved parent is used again,
+    /// each of its folders from the out-dir down is checked to be a folder still, not a
+    /// link (one `lstat` each): one that another process swapped meanwhile is resolved
+    /// again, and the caller's check that it lies inside the out-dir sees where it leads.
     fn real_parent(&self, parent: &Path) -> Result<PathBuf, Error> {
-        if parent == self.given {
-            return Ok(self.real.clone());
-        }
-        let mut known = self.parents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(real) = known.get(parent) {
-            return Ok(real.clone());
+        let known = self.parents.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(parent).cloned();
+        if let Some(real) = known.filter(|real| self.still_folders(real)) {
+            return Ok(real);
         }
         std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
         let real = std::fs::canonicalize(parent).map_err(|e| Error::write(parent, e))?;
-        known.insert(parent.to_path_buf(), real.clone());
+        self.parents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(parent.to_path_buf(), real.clone());
         Ok(real)
+    }
+
+    /// Whether `real` and each folder above it up to the out-dir's real path are
+    /// folders (not links, not gone).
+    fn still_folders(&self, real: &Path) -> bool {
+        real.starts_with(&self.real)
+            && real
+                .ancestors()
+                .take_while(|a| a.starts_with(&self.real))
+                .all(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.is_dir()))
     }
 
     /// Writes the folder `name` (a relative path of plain names) with `files`, each

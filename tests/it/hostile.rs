@@ -134,6 +134,34 @@ fn a_symbolic_link_inside_out_dir_is_not_written_through() {
     assert!(out.join("c/transcript.jsonl").is_file(), "the other input is still written");
 }
 
+/// Parents of output folders are resolved once a run; one that another process swaps
+/// for a link while the batch goes on (here a pre-compact hook, between two inputs) is
+/// seen before the next write and is not written through.
+#[test]
+fn a_parent_swapped_for_a_link_during_the_batch_is_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let inputs = dir.path().join("in");
+    std::fs::create_dir_all(inputs.join("sub")).unwrap();
+    std::fs::write(inputs.join("sub/a.jsonl"), fallback()).unwrap();
+    std::fs::write(inputs.join("sub/b.jsonl"), fallback()).unwrap();
+    let out = dir.path().join("out");
+    // Before the second input's fallback: out/sub (written by the first) becomes a link.
+    let hook = format!(
+        "if [ -d {sub} ] && [ ! -L {sub} ]; then mv {sub} {moved} && ln -s {elsewhere} {sub}; fi",
+        sub = path_str(&out.join("sub")),
+        moved = path_str(&out.join("moved")),
+        elsewhere = path_str(&elsewhere)
+    );
+    let o = run(&["run", path_str(&inputs), "--out-dir", path_str(&out), "--jobs", "1", "--pre-compact-hook", &hook]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(out.join("moved/a/transcript.jsonl").is_file(), "the first input was written before the swap: {err}");
+    assert!(err.contains("sub/b: not written: a symbolic link leads out of --out-dir"), "{err}");
+    assert!(files(&elsewhere).is_empty(), "{:?}", files(&elsewhere));
+}
+
 #[test]
 fn bless_never_writes_through_a_symbolic_link() {
     let dir = tempfile::tempdir().unwrap();
