@@ -187,7 +187,13 @@ fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
             }
             "arguments" => {
                 seen.first(2)?;
-                c.arguments = if s.null()? { None } else { Some(Cow::Owned(value(s, 6)?)) };
+                // Providers give a JSON string (decoded here by the scanner, the common
+                // case), or an object.
+                c.arguments = match s.peek()? {
+                    b'n' if s.null()? => None,
+                    b'"' => Some(Cow::Owned(Value::String(s.str()?.into_owned()))),
+                    _ => Some(Cow::Owned(value(s, 6)?)),
+                };
             }
             _ => s.skip(6)?,
         }
