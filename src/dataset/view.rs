@@ -187,12 +187,14 @@ fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
             }
             "arguments" => {
                 seen.first(2)?;
-                // Providers give a JSON string (decoded here by the scanner, the common
-                // case), or an object.
-                c.arguments = match s.peek()? {
-                    b'n' if s.null()? => None,
-                    b'"' => Some(Cow::Owned(Value::String(s.str()?.into_owned()))),
-                    _ => Some(Cow::Owned(value(s, 6)?)),
+                // Providers give a JSON string (the common case: decoded by the scanner,
+                // not parsed a second time), or an object.
+                c.arguments = if s.null()? {
+                    None
+                } else if s.peek()? == b'"' {
+                    Some(Cow::Owned(Value::String(s.str()?.into_owned())))
+                } else {
+                    Some(Cow::Owned(value(s, 6)?))
                 };
             }
             _ => s.skip(6)?,
