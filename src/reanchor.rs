@@ -6,6 +6,7 @@ use crate::render::ReanchorFacts;
 use crate::transcript::{Item, Transcript};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Gathers the facts. `used`/`limit` are the decision's figures.
 pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
@@ -37,19 +38,18 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         };
         let item = &t.items[i];
         for (k, call) in item.calls().iter().enumerate() {
-            let args = call_args(call);
-            let args = args.as_ref();
-            let mut paths = key_paths(args, &cfg.reanchor.path_keys);
+            let args = Args::of(&call.arguments);
+            let mut paths = args.key_paths(&cfg.reanchor.path_keys);
             // A session calls a few tools many times: each name is matched once.
             let (is_write, is_shell) = *kinds.entry(call.name.as_ref()).or_insert_with(|| {
                 (write_tools.is_match(call.name.as_ref()), shell_tools.is_match(call.name.as_ref()))
             });
-            let command = if is_shell { shell_command(args) } else { None };
+            let command = if is_shell { args.shell_command() } else { None };
             // A write tool, or a shell command that applies a patch, changes files.
-            let writes =
-                (is_write && !reads_only(args)) || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
+            let writes = (is_write && args.str("command").as_deref() != Some("view"))
+                || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
             if writes {
-                collect_patch_headers(args, &mut paths);
+                args.patch_headers(&mut paths);
             }
             let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
             recent.touch(&paths);
@@ -62,14 +62,14 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                 }
             }
             // Only the last plan counts: its steps are listed once, at the end.
-            if plan_list(&call.name, args).is_some() {
+            if is_plan(&call.name) && plan_list(&call.name, &args.value()).is_some() {
                 last_plan = Some((i, k));
             }
         }
     }
     let steps = last_plan.and_then(|(i, k)| {
         let call = &t.items[i].calls()[k];
-        plan_steps(&call.name, call_args(call).as_ref())
+        plan_steps(&call.name, &Args::of(&call.arguments).value())
     });
     let check = latest_check.map(|(owner, id, v)| check_status(t, owner, id, v));
     let changed = changed.newest_first();
@@ -92,12 +92,6 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     }
 }
 
-/// An editor tool's read-only command (`str_replace_editor` / `str_replace_based_edit_tool`
-/// with `command: "view"`): the call names a path but changes nothing.
-fn reads_only(args: &Value) -> bool {
-    args.get("command").and_then(Value::as_str) == Some("view")
-}
-
 /// The object a JSON string holds, if it holds one (some importers give arguments so).
 fn string_object(args: &Value) -> Option<Value> {
     let Value::String(s) = args else { return None };
@@ -109,30 +103,25 @@ fn failed_calls<'t>(t: &'t Transcript<'_>) -> HashSet<(usize, &'t str)> {
     t.items.iter().filter(|r| r.failed()).filter_map(|r| Some((r.call_item?, r.result_call_id()?))).collect()
 }
 
-fn key_paths(args: &Value, keys: &[String]) -> Vec<String> {
-    let Value::Object(map) = args else {
-        return Vec::new();
-    };
-    keys.iter().filter_map(|k| map.get(k)?.as_str()).filter(|p| !p.is_empty()).map(str::to_string).collect()
-}
-
 /// File headers inside patches and unified diffs, in every string argument.
 fn collect_patch_headers(args: &Value, out: &mut Vec<String>) {
     match args {
-        Value::String(s) => {
-            for line in s.lines() {
-                let line = line.trim_end_matches('\r');
-                let path = ["*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/"]
-                    .iter()
-                    .find_map(|h| line.strip_prefix(h));
-                if let Some(p) = path.map(str::trim).filter(|p| !p.is_empty()) {
-                    out.push(p.to_string());
-                }
-            }
-        }
+        Value::String(s) => headers_in_text(s, out),
         Value::Array(a) => a.iter().for_each(|v| collect_patch_headers(v, out)),
         Value::Object(m) => m.values().for_each(|v| collect_patch_headers(v, out)),
         _ => {}
+    }
+}
+
+fn headers_in_text(s: &str, out: &mut Vec<String>) {
+    for line in s.lines() {
+        let line = line.trim_end_matches('\r');
+        let path = ["*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/"]
+            .iter()
+            .find_map(|h| line.strip_prefix(h));
+        if let Some(p) = path.map(str::trim).filter(|p| !p.is_empty()) {
+            out.push(p.to_string());
+        }
     }
 }
 
@@ -174,10 +163,14 @@ impl Recency {
 
 /// The command of a shell call: `command` or `cmd`, arrays joined, `bash -lc` unwrapped.
 pub fn shell_command(args: &Value) -> Option<String> {
-    let raw = match args {
-        Value::Object(m) => m.get("command").or_else(|| m.get("cmd"))?,
-        other => other,
-    };
+    match args {
+        Value::Object(m) => command_text(m.get("command").or_else(|| m.get("cmd"))?),
+        other => command_text(other),
+    }
+}
+
+/// A command given as a string or an array of words, `bash -lc` unwrapped.
+fn command_text(raw: &Value) -> Option<String> {
     let joined = match raw {
         Value::String(s) => s.clone(),
         Value::Array(a) => {
@@ -224,14 +217,105 @@ fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -
     }
 }
 
-/// A call's arguments as a value (parsed once by the reader when it could), a JSON
-/// string holding an object read as that object.
-fn call_args<'c>(call: &'c crate::transcript::Call<'_>) -> std::borrow::Cow<'c, Value> {
-    if let Some(v) = &call.parsed {
-        return string_object(v).map_or(std::borrow::Cow::Borrowed(v), std::borrow::Cow::Owned);
+/// A call's arguments as the re-anchor reads them: an object's members, each parsed
+/// only when a fact needs it (most calls are read for a path or a command and nothing
+/// more), or any other value whole — a JSON string holding an object read as that
+/// object. Members read as a parser reads the object: a duplicate key's last value, in
+/// the first one's place.
+enum Args<'c> {
+    Members { raw: &'c str, members: Vec<(&'c str, &'c str)> },
+    Whole(Value),
+}
+
+impl<'c> Args<'c> {
+    fn of(raw: &'c str) -> Args<'c> {
+        let mut s = crate::scan::Scan::new(raw);
+        let mut members: Vec<(&str, &str)> = Vec::new();
+        let read = s.peek() == Some(b'{')
+            && s.object(0, |s, key| {
+                let value = s.raw_value(1)?;
+                match members.iter_mut().find(|(k, _)| *k == key) {
+                    Some(m) => m.1 = value,
+                    None => members.push((key, value)),
+                }
+                Some(())
+            })
+            .is_some()
+            && s.at_end();
+        if read {
+            return Args::Members { raw, members };
+        }
+        let v = serde_json::from_str(raw).unwrap_or(Value::Null);
+        Args::Whole(string_object(&v).unwrap_or(v))
     }
-    let v = serde_json::from_str(call.arguments.get()).unwrap_or(Value::Null);
-    std::borrow::Cow::Owned(string_object(&v).unwrap_or(v))
+
+    /// The raw text of member `key`.
+    fn raw(&self, key: &str) -> Option<&'c str> {
+        match self {
+            Args::Members { members, .. } => members.iter().find(|(k, _)| *k == key).map(|m| m.1),
+            Args::Whole(_) => None,
+        }
+    }
+
+    /// Member `key` when it is a string.
+    fn str(&self, key: &str) -> Option<Cow<'_, str>> {
+        match self {
+            Args::Members { .. } => {
+                self.raw(key).filter(|raw| raw.starts_with('"')).and_then(crate::text::unescape_literal)
+            }
+            Args::Whole(v) => v.get(key)?.as_str().map(Cow::Borrowed),
+        }
+    }
+
+    /// The whole value (for the few facts that walk it: plans).
+    fn value(&self) -> Cow<'_, Value> {
+        match self {
+            Args::Members { raw, .. } => Cow::Owned(serde_json::from_str(raw).unwrap_or(Value::Null)),
+            Args::Whole(v) => Cow::Borrowed(v),
+        }
+    }
+
+    /// File headers of patches in every string (see [`collect_patch_headers`]).
+    fn patch_headers(&self, out: &mut Vec<String>) {
+        match self {
+            Args::Members { members, .. } => {
+                for (_, raw) in members {
+                    match raw.starts_with('"').then(|| crate::text::unescape_literal(raw)).flatten() {
+                        Some(text) => headers_in_text(&text, out),
+                        None => collect_patch_headers(&serde_json::from_str(raw).unwrap_or(Value::Null), out),
+                    }
+                }
+            }
+            Args::Whole(v) => collect_patch_headers(v, out),
+        }
+    }
+
+    /// The non-empty strings under the path keys, in the keys' order.
+    fn key_paths(&self, keys: &[String]) -> Vec<String> {
+        if matches!(self, Args::Whole(v) if !v.is_object()) {
+            return Vec::new();
+        }
+        keys.iter().filter_map(|k| self.str(k)).filter(|p| !p.is_empty()).map(Cow::into_owned).collect()
+    }
+
+    /// The command of a shell call (see [`shell_command`]).
+    fn shell_command(&self) -> Option<String> {
+        match self {
+            Args::Members { .. } => {
+                let raw = self.raw("command").or_else(|| self.raw("cmd"))?;
+                match raw.starts_with('"').then(|| crate::text::unescape_literal(raw)).flatten() {
+                    Some(text) => Some(unwrap_shell(text.trim())),
+                    None => command_text(&serde_json::from_str(raw).unwrap_or(Value::Null)),
+                }
+            }
+            Args::Whole(v) => shell_command(v),
+        }
+    }
+}
+
+/// Whether a tool keeps a plan or todo list.
+fn is_plan(name: &str) -> bool {
+    matches!(name, "update_plan" | "TodoWrite")
 }
 
 /// The step list of a plan/todo call — `update_plan` (`plan[].step`) or `TodoWrite`
@@ -279,7 +363,87 @@ fn flag(path: String, outside: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// The arguments as every reader of them once read them: one parsed value, a JSON
+    /// string holding an object read as that object.
+    fn parsed(raw: &str) -> Value {
+        let v = serde_json::from_str(raw).unwrap_or(Value::Null);
+        string_object(&v).unwrap_or(v)
+    }
+
+    fn member_text() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec!["path", "command", "cmd", "file_path", "x", "a\\u0062"]);
+        let value = prop_oneof![
+            prop::sample::select(vec![
+                "\"src/a.rs\"",
+                "\"\"",
+                "\"view\"",
+                "\"vi\\u0065w\"",
+                "\"bash -lc 'cargo test'\"",
+                "[\"bash\", \"-lc\", \"ls\"]",
+                "[1, {\"a\": null}]",
+                "{\"command\": \"ls\"}",
+                "null",
+                "7",
+                "\"*** Update File: b.rs\\n+++ b/c.rs\"",
+            ])
+            .prop_map(String::from),
+            "[a-z/. ]{0,12}".prop_map(|s| Value::from(s).to_string()),
+        ];
+        let object = prop::collection::vec((key, value), 0..6).prop_map(|members| {
+            let members: Vec<String> = members.into_iter().map(|(k, v)| format!("\"{k}\" : {v}")).collect();
+            format!("{{ {} }}", members.join(", "))
+        });
+        prop_oneof![
+            4 => object.clone(),
+            1 => object.prop_map(|o| Value::from(o).to_string()),
+            1 => prop::sample::select(vec!["\"ls -la\"", "[\"ls\", 1]", "null", "3", "\"{\\\"a\\\":\""]).prop_map(String::from),
+        ]
+    }
+
+    proptest! {
+        /// Reading members one by one gives every fact the parsed value gives.
+        #[test]
+        fn members_read_as_the_parsed_value(raw in member_text()) {
+            let args = Args::of(&raw);
+            let v = parsed(&raw);
+            let keys: Vec<String> = ["path", "file_path", "x"].map(String::from).to_vec();
+            let want_paths: Vec<String> = match &v {
+                Value::Object(m) => keys.iter().filter_map(|k| m.get(k)?.as_str()).filter(|p| !p.is_empty()).map(str::to_string).collect(),
+                _ => Vec::new(),
+            };
+            prop_assert_eq!(args.key_paths(&keys), want_paths, "{}", raw);
+            prop_assert_eq!(args.shell_command(), shell_command(&v), "{}", raw);
+            prop_assert_eq!(args.str("command").map(Cow::into_owned), v.get("command").and_then(Value::as_str).map(str::to_string));
+            let mut headers = (Vec::new(), Vec::new());
+            args.patch_headers(&mut headers.0);
+            collect_patch_headers(&v, &mut headers.1);
+            prop_assert_eq!(headers.0, headers.1, "{}", raw);
+            prop_assert_eq!(args.value().into_owned(), v);
+        }
+    }
+
+    #[test]
+    fn an_editor_view_changes_nothing() {
+        let call = |id: &str, args: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","turn":"t1","role":"assistant","content":"","tool_calls":[{{"id":"c{id}","name":"str_replace_editor","arguments":{args}}}]}}"#
+            )
+        };
+        let text = [
+            r#"{"type":"message","id":"u","turn":"t1","role":"user","content":"go"}"#.to_string(),
+            call("a", r#"{"command":"view","path":"seen.py"}"#),
+            call("b", r#"{"command":"str_replace","path":"edited.py"}"#),
+            call("c", r#""{\"command\": \"vi\\u0065w\", \"path\": \"also-seen.py\"}""#),
+        ]
+        .join("\n");
+        let t = crate::transcript::parse(text.as_bytes(), std::path::Path::new("t.jsonl")).unwrap();
+        let facts = gather(&t, &Config::default());
+        assert_eq!(facts.changed_files, ["edited.py"]);
+        assert_eq!(facts.recent_paths, ["also-seen.py", "edited.py", "seen.py"]);
+    }
 
     #[test]
     fn paths_are_normalised() {

@@ -335,7 +335,7 @@ fn claude_blocks(t: &Transcript<'_>, i: usize) -> Vec<u64> {
         Some(Value::Array(blocks)) => blocks.iter().filter_map(|b| b.get("text")?.as_str()).map(utf16).collect(),
         _ => Vec::new(),
     };
-    out.extend(t.items[i].calls().iter().map(|c| utf16(&c.name) + utf16(c.arguments.get())));
+    out.extend(t.items[i].calls().iter().map(|c| utf16(&c.name) + utf16(&c.arguments)));
     out
 }
 

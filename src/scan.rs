@@ -33,6 +33,105 @@ pub struct Lit {
     pub escaped: bool,
 }
 
+/// The compact text `serde_json` writes for the JSON value `text` holds (keys in their
+/// order, strings escaped as it escapes them, whitespace gone), made in one pass without
+/// building the value; `None` wherever that text could differ or the parser could
+/// refuse — a fraction or exponent, an integer out of range or `-0`, a duplicate key, a
+/// key with an escape, deep nesting, anything not JSON — and the caller's fallback
+/// parses it.
+pub fn compact(text: &str) -> Option<String> {
+    let mut s = Scan::new(text);
+    let mut out = String::with_capacity(text.len());
+    compact_value(&mut s, &mut out, 0)?;
+    s.at_end().then_some(out)
+}
+
+/// A checked string literal (quotes included) as `serde_json` writes its value: the
+/// runs without escapes copied, each escape written as it writes that character
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`, anything else itself).
+fn push_literal(out: &mut String, lit: &str) -> Option<()> {
+    let mut start = 0;
+    while let Some(k) = memchr::memchr(b'\\', &lit.as_bytes()[start..]) {
+        let i = start + k;
+        out.push_str(&lit[start..i]);
+        let (c, n) = escape_at(lit, i)?;
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c < ' ' => {
+                use std::fmt::Write;
+                write!(out, "\\u{:04x}", u32::from(c)).expect("a String takes any text");
+            }
+            c => out.push(c),
+        }
+        start = i + n;
+    }
+    out.push_str(&lit[start..]);
+    Some(())
+}
+
+fn compact_value(s: &mut Scan<'_>, out: &mut String, depth: usize) -> Option<()> {
+    match s.peek()? {
+        b'"' => {
+            let lit = s.string()?;
+            push_literal(out, s.text(lit.start..lit.end))?;
+        }
+        b'{' => {
+            out.push('{');
+            // Keys so far, to leave a duplicate (the parser keeps the last value in the
+            // first one's place) to the fallback.
+            let mut keys: Vec<&str> = Vec::new();
+            s.object(depth, |s, key| {
+                if keys.contains(&key) {
+                    return None;
+                }
+                if !keys.is_empty() {
+                    out.push(',');
+                }
+                keys.push(key);
+                // A key without escapes holds nothing to escape (the scanner checked it).
+                out.push('"');
+                out.push_str(key);
+                out.push_str("\":");
+                compact_value(s, out, depth + 1)
+            })?;
+            out.push('}');
+        }
+        b'[' => {
+            out.push('[');
+            let mut first = true;
+            s.array(depth, |s| {
+                if !std::mem::take(&mut first) {
+                    out.push(',');
+                }
+                compact_value(s, out, depth + 1)
+            })?;
+            out.push(']');
+        }
+        b't' | b'f' | b'n' => out.push_str(s.raw_value(depth)?),
+        _ => {
+            // An integer is written as it reads when it stays an integer.
+            let raw = s.raw_value(depth)?;
+            let integer = match raw.strip_prefix('-') {
+                Some(digits) => {
+                    digits.bytes().all(|c| c.is_ascii_digit()) && digits != "0" && raw.parse::<i64>().is_ok()
+                }
+                None => raw.bytes().all(|c| c.is_ascii_digit()) && raw.parse::<u64>().is_ok(),
+            };
+            if !integer {
+                return None;
+            }
+            out.push_str(raw);
+        }
+    }
+    Some(())
+}
+
 pub struct Scan<'a> {
     text: &'a str,
     b: &'a [u8],
@@ -284,5 +383,161 @@ impl<'a> Scan<'a> {
             return None;
         }
         Some(start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// A string literal with each character written raw, as `\uXXXX` (a surrogate pair
+    /// past the BMP), or as its short escape, at random; now and then a lone surrogate.
+    fn string_lit() -> impl Strategy<Value = String> {
+        let ch = prop_oneof![
+            prop::char::range('a', 'e'),
+            prop::sample::select(vec!['"', '\\', '/', '\n', '\t', '\r', '\u{8}', '\u{c}', '\u{1}', '\u{7f}']),
+            prop::sample::select(vec!['é', '€', '🙂', '\u{2028}', '\u{ffff}']),
+        ];
+        (prop::collection::vec((ch, 0u8..3), 0..8), prop::bool::weighted(0.03)).prop_map(|(chars, lone)| {
+            let mut s = String::from("\"");
+            for (c, style) in chars {
+                let short = match c {
+                    '"' => Some("\\\""),
+                    '\\' => Some("\\\\"),
+                    '/' => Some("\\/"),
+                    '\n' => Some("\\n"),
+                    '\t' => Some("\\t"),
+                    '\r' => Some("\\r"),
+                    '\u{8}' => Some("\\b"),
+                    '\u{c}' => Some("\\f"),
+                    _ => None,
+                };
+                let must = matches!(c, '"' | '\\') || c < ' ';
+                match (style, short) {
+                    (0, _) if !must => s.push(c),
+                    (2, Some(e)) => s.push_str(e),
+                    _ => {
+                        let mut units = [0u16; 2];
+                        for u in c.encode_utf16(&mut units) {
+                            s.push_str(&format!("\\u{u:04X}"));
+                        }
+                    }
+                }
+            }
+            if lone {
+                s.push_str("\\ud800");
+            }
+            s.push('"');
+            s
+        })
+    }
+
+    /// JSON text of every kind `compact` meets, laid out at random: whitespace between
+    /// tokens, duplicate and escaped keys, integers at and past their ranges, `-0`,
+    /// fractions and exponents.
+    fn json_text() -> impl Strategy<Value = String> {
+        let ws = || prop::sample::select(vec!["", "", " ", "\n  ", "\t", "\r\n"]);
+        let number = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            prop::sample::select(vec![
+                "0",
+                "-0",
+                "1.5",
+                "-0.0",
+                "1e3",
+                "2E-2",
+                "18446744073709551615",
+                "18446744073709551616",
+                "-9223372036854775808",
+                "-9223372036854775809",
+            ])
+            .prop_map(String::from),
+        ];
+        let leaf = prop_oneof![
+            prop::sample::select(vec!["null", "true", "false"]).prop_map(String::from),
+            number,
+            string_lit(),
+        ];
+        let key = prop_oneof![
+            prop::sample::select(vec!["\"a\"", "\"b\"", "\"path\"", "\"command\"", "\"a\\n\"", "\"\""])
+                .prop_map(String::from),
+            string_lit(),
+        ];
+        leaf.prop_recursive(4, 40, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec((ws(), inner.clone(), ws()), 0..5).prop_map(|items| {
+                    let items: Vec<String> = items.into_iter().map(|(a, v, b)| format!("{a}{v}{b}")).collect();
+                    format!("[{}]", items.join(","))
+                }),
+                prop::collection::vec((key.clone(), ws(), inner, ws()), 0..5).prop_map(|members| {
+                    let members: Vec<String> =
+                        members.into_iter().map(|(k, a, v, b)| format!("{a}{k}{b}:{a}{v}{b}")).collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+        .prop_flat_map(move |v| (ws(), Just(v), ws()).prop_map(|(a, v, b)| format!("{a}{v}{b}")))
+    }
+
+    /// What `compact` must give: the parser's own compact text, or `None`.
+    fn serde_compact(text: &str) -> Option<String> {
+        serde_json::from_str::<Value>(text).ok().map(|v| v.to_string())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Whatever it gives is exactly the parser's text; it gives nothing for what the
+        /// parser refuses.
+        #[test]
+        fn compact_text_is_the_parsers(text in json_text()) {
+            if let Some(ours) = compact(&text) {
+                prop_assert_eq!(Some(ours), serde_compact(&text), "{}", text);
+            }
+        }
+
+        /// Arguments as agents write them — objects of strings, integers and arrays,
+        /// with `json.dumps` spacing — take the fast way (so the test above compares
+        /// something).
+        #[test]
+        fn plain_arguments_take_the_fast_way(
+            members in prop::collection::btree_map("[a-z_]{1,8}", prop_oneof![
+                "[ -~é€🙂\n\t]{0,30}".prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                prop::collection::vec("[a-z -]{0,8}", 0..4).prop_map(Value::from),
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+            ], 0..6),
+        ) {
+            let value = Value::Object(members.into_iter().collect());
+            let spaced = serde_json::to_string_pretty(&value).unwrap();
+            prop_assert_eq!(compact(&spaced), Some(value.to_string()));
+        }
+    }
+
+    #[test]
+    fn what_could_read_differently_is_left_to_the_parser() {
+        for text in [
+            "1.0",
+            "-0",
+            "1e2",
+            "18446744073709551616",
+            "-9223372036854775809",
+            r#"{"a":1,"a":2}"#,
+            r#"{"\u0061":1}"#,
+            r#""\ud800""#,
+            "[1,]",
+            "{} {}",
+            "",
+        ] {
+            assert_eq!(compact(text), None, "{text}");
+        }
+        assert_eq!(
+            compact(" {\"a\": [1, -2, \"\\u00e9\\/\\u001F\"], \"b\": null} ").as_deref(),
+            Some("{\"a\":[1,-2,\"é/\\u001f\"],\"b\":null}")
+        );
+        assert_eq!(compact(&"[".repeat(150)), None);
     }
 }

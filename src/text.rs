@@ -285,7 +285,10 @@ fn find_special_sse2(b: &[u8], mut i: usize) -> usize {
 /// escape a parser refuses (an unknown letter, a surrogate that is not half of a pair).
 pub fn escape_at(body: &str, i: usize) -> Option<(char, usize)> {
     let b = body.as_bytes();
-    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(body.get(at..at + 4)?, 16).ok() };
+    // Exactly four hex digits (`from_str_radix` would also take a sign: `\u+04a`).
+    let hex = |at: usize| -> Option<u32> {
+        b.get(at..at + 4)?.iter().try_fold(0, |n, &c| Some(n << 4 | char::from(c).to_digit(16)?))
+    };
     let c = match *b.get(i + 1)? {
         b'"' => '"',
         b'\\' => '\\',

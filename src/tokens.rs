@@ -41,7 +41,7 @@ pub fn item_estimates(t: &Transcript<'_>, tokenizer: Tokenizer) -> Vec<u64> {
             let item = &t.items[i];
             let mut n = b.encode_ordinary(&item_text(t, i)).len();
             for call in item.calls() {
-                n += b.encode_ordinary(&call.name).len() + b.encode_ordinary(call.arguments.get()).len();
+                n += b.encode_ordinary(&call.name).len() + b.encode_ordinary(&call.arguments).len();
             }
             n as u64
         })

@@ -393,7 +393,7 @@ fn items(t: &crate::transcript::Transcript<'_>) -> Value {
                 ItemKind::Message { role, calls, usage } => {
                     let calls: Vec<Value> = calls
                         .iter()
-                        .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments.get()}))
+                        .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
                         .collect();
                     json!({"role": role.as_str(), "calls": calls, "usage": usage})
                 }

@@ -9,7 +9,7 @@
 //! as that path would — a wrong type, a duplicate key, an escaped `messages` key — is
 //! handed to the canonical path (`None`), which also words the errors of bad lines.
 
-use crate::formats::openai::{self, Call, Line, Message};
+use crate::formats::openai::{self, Arguments, Call, Line, Message};
 use crate::scan::{Scan, Seen};
 use crate::transcript::{Item, Record, RecordKind, Transcript};
 use serde_json::Value;
@@ -192,9 +192,9 @@ fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
                 c.arguments = if s.null()? {
                     None
                 } else if s.peek()? == b'"' {
-                    Some(Cow::Owned(Value::String(s.str()?.into_owned())))
+                    Some(Arguments::Text(s.str()?))
                 } else {
-                    Some(Cow::Owned(value(s, 6)?))
+                    Some(Arguments::Value(Cow::Owned(value(s, 6)?)))
                 };
             }
             _ => s.skip(6)?,
@@ -282,5 +282,15 @@ mod tests {
         assert_eq!(measured(r#""\ude00b""#), None);
         assert_eq!(measured(r#""\ud83d\u0041""#), None);
         assert_eq!(measured(r#""\ud83d\ude00""#), Some(4));
+    }
+
+    /// A parser takes four hex digits and nothing else after `\u`.
+    #[test]
+    fn a_signed_unicode_escape_is_not_measured() {
+        for literal in [r#""\u+04a""#, r#""\u-04a""#, r#""\u 04a""#, r#""\u04a""#] {
+            assert!(serde_json::from_str::<String>(literal).is_err(), "{literal}");
+            assert_eq!(measured(literal), None, "{literal}");
+        }
+        assert_eq!(measured(r#""\u004A\u00e9""#), Some(3));
     }
 }

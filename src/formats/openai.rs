@@ -50,7 +50,17 @@ impl<C> Default for Message<'_, C> {
 pub struct Call<'a> {
     pub id: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
-    pub arguments: Option<Cow<'a, Value>>,
+    pub arguments: Option<Arguments<'a>>,
+}
+
+/// A call's `arguments` as the line gives them: the text of a JSON string (what
+/// providers send: JSON inside a string), or any other value. Written as the value
+/// the line holds.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Arguments<'a> {
+    Text(Cow<'a, str>),
+    Value(Cow<'a, Value>),
 }
 
 /// A message as the rules make it: its turn, what it is, and its content as the
@@ -99,9 +109,8 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             let id = c.id.unwrap_or(Cow::Borrowed(""));
             let name = c.name.unwrap_or(Cow::Borrowed(""));
             names.insert(id.clone(), name.clone());
-            let parsed = arguments(c.arguments);
-            let raw = serde_json::value::to_raw_value(&parsed).map_err(|e| format!("message {k}: {e}"))?;
-            calls.push(ItemCall { id, name, arguments: Cow::<RawValue>::Owned(raw), parsed: Some(Box::new(parsed)) });
+            let raw = arguments(c.arguments).map_err(|e| format!("message {k}: {e}"))?;
+            calls.push(ItemCall { id, name, arguments: raw });
         }
         let usage = match m.usage.or_else(|| if k + 1 == count { line_usage.take() } else { None }) {
             Some(u) => {
@@ -117,15 +126,22 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
     Ok(out)
 }
 
-/// Arguments as canonical JSON: providers give an object, or a JSON string holding one;
-/// a string that is not JSON stays a string, a missing value is null.
-fn arguments(v: Option<Cow<'_, Value>>) -> Value {
+/// Arguments as canonical JSON text: providers give an object, or a JSON string holding
+/// one; a string that is not JSON stays a string, a missing value is null. The text of
+/// a string is made compact in one pass ([`crate::scan::compact`]) where it can be,
+/// and through a parsed value otherwise: the same text either way.
+fn arguments(v: Option<Arguments<'_>>) -> serde_json::Result<Cow<'static, str>> {
+    use serde_json::to_string;
     match v {
-        Some(v) => match v.as_ref() {
-            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| v.into_owned()),
-            _ => v.into_owned(),
+        Some(Arguments::Text(s)) => match crate::scan::compact(&s) {
+            Some(text) => Ok(Cow::Owned(text)),
+            None => match serde_json::from_str::<Value>(&s) {
+                Ok(v) => to_string(&v).map(Cow::Owned),
+                Err(_) => to_string(&s).map(Cow::Owned),
+            },
         },
-        None => Value::Null,
+        Some(Arguments::Value(v)) => to_string(&v).map(Cow::Owned),
+        None => Ok(Cow::Borrowed("null")),
     }
 }
 
@@ -174,7 +190,10 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
                     .iter()
                     .map(|c| {
                         let f = c.get("function").unwrap_or(&Value::Null);
-                        let arguments = f.get("arguments").filter(|a| !a.is_null()).map(Cow::Borrowed);
+                        let arguments = f.get("arguments").filter(|a| !a.is_null()).map(|a| match a {
+                            Value::String(s) => Arguments::Text(Cow::Borrowed(s.as_str())),
+                            a => Arguments::Value(Cow::Borrowed(a)),
+                        });
                         Call { id: text(c, "id"), name: text(f, "name"), arguments }
                     })
                     .collect()
@@ -201,8 +220,11 @@ pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
             ItemKind::Message { role, calls, usage } => {
                 let mut r = super::common::message(&id, &turn, role.as_str(), content);
                 if !calls.is_empty() {
-                    let calls = calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.parsed}));
-                    r.insert("tool_calls".into(), Value::Array(calls.collect()));
+                    let calls = calls.iter().map(|c| {
+                        let arguments = RawValue::from_string(c.arguments.to_string()).map_err(|e| e.to_string())?;
+                        Ok(json!({"id": c.id, "name": c.name, "arguments": arguments}))
+                    });
+                    r.insert("tool_calls".into(), Value::Array(calls.collect::<Result<_, String>>()?));
                 }
                 if let Some(u) = usage {
                     r.insert("usage".into(), json!(u));

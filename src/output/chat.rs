@@ -72,7 +72,7 @@ fn chat_item(t: &crate::transcript::Transcript<'_>, i: usize) -> Value {
                     .iter()
                     .map(|c| {
                         json!({"id": c.id, "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments.get()}})
+                        "function": {"name": c.name, "arguments": c.arguments}})
                     })
                     .collect();
                 m.insert("tool_calls".into(), Value::Array(calls));

@@ -159,7 +159,7 @@ fn summary_entry(t: &Transcript<'_>, i: usize, preview_chars: usize) -> SummaryE
         ItemKind::Message { role, calls, .. } => SummaryEntry::Message {
             role: role.as_str(),
             text,
-            calls: calls.iter().map(|c| (c.name.to_string(), c.arguments.get().to_string())).collect(),
+            calls: calls.iter().map(|c| (c.name.to_string(), c.arguments.to_string())).collect(),
         },
         ItemKind::ToolResult { name, .. } => {
             let tool = name.as_deref().map(str::to_string).or_else(|| {

@@ -8,7 +8,6 @@
 use super::reader::{MessageRec, ResultRec, TextLen};
 use super::{Call, Mark, Role, Usage};
 use crate::scan::{Scan, Seen};
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 /// A `message` record, or `None` for serde to read.
@@ -167,15 +166,14 @@ fn calls<'a>(s: &mut Scan<'a>) -> Option<Vec<Call<'a>>> {
                 }
                 "arguments" => {
                     seen.first(4)?;
-                    // The scanner checked the value; serde makes the borrowed raw value.
-                    let raw: &RawValue = serde_json::from_str(s.raw_value(3)?).ok()?;
-                    arguments = Some(Cow::Borrowed(raw));
+                    // The scanner checked the value.
+                    arguments = Some(Cow::Borrowed(s.raw_value(3)?));
                 }
                 _ => s.skip(3)?,
             }
             Some(())
         })?;
-        out.push(Call { id: id?, name: name?, arguments: arguments?, parsed: None });
+        out.push(Call { id: id?, name: name?, arguments: arguments? });
         Some(())
     })?;
     // Without the room a growing vector leaves: a large transcript holds tens of
@@ -211,7 +209,7 @@ mod tests {
         let calls: Option<Vec<(String, String, String)>> = m
             .tool_calls
             .as_ref()
-            .map(|c| c.iter().map(|c| (c.id.to_string(), c.name.to_string(), c.arguments.get().to_string())).collect());
+            .map(|c| c.iter().map(|c| (c.id.to_string(), c.name.to_string(), c.arguments.to_string())).collect());
         format!(
             "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
             m.id,

@@ -185,19 +185,15 @@ pub struct Call<'a> {
     pub id: Cow<'a, str>,
     #[serde(borrow)]
     pub name: Cow<'a, str>,
-    /// The raw JSON text of `arguments`, exactly as in the input (owned when an
-    /// importer had to normalise it, such as a JSON string holding the object).
+    /// The JSON text of `arguments`, exactly as in the input (owned when an importer
+    /// had to normalise it, such as a JSON string holding the object); always valid
+    /// JSON: a parser or the validating scanner read it, or an importer wrote it.
     #[serde(borrow, deserialize_with = "borrowed_raw")]
-    pub arguments: Cow<'a, RawValue>,
-    /// `arguments` as a value, when the reader already made it (the dataset view does,
-    /// normalising them): readers of the arguments use it instead of parsing again.
-    /// Boxed: the calls of a large canonical transcript have none.
-    #[serde(skip)]
-    pub parsed: Option<Box<serde_json::Value>>,
+    pub arguments: Cow<'a, str>,
 }
 
-fn borrowed_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, RawValue>, D::Error> {
-    <&'de RawValue>::deserialize(d).map(Cow::Borrowed)
+fn borrowed_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(|raw| Cow::Borrowed(raw.get()))
 }
 
 #[derive(Debug)]
@@ -292,7 +288,7 @@ impl<'a> Item<'a> {
 
     /// The bytes the heuristic estimate counts: text plus each call's name and arguments.
     pub fn estimate_bytes(&self) -> u64 {
-        let calls: u64 = self.calls().iter().map(|c| (c.name.len() + c.arguments.get().len()) as u64).sum();
+        let calls: u64 = self.calls().iter().map(|c| (c.name.len() + c.arguments.len()) as u64).sum();
         self.text_bytes + calls
     }
 
@@ -337,7 +333,7 @@ impl<'a> Transcript<'a> {
             }
         }
         // The reader checked every line is UTF-8.
-        std::str::from_utf8(&src[r.span.start..end]).unwrap_or("")
+        simdutf8::basic::from_utf8(&src[r.span.start..end]).unwrap_or("")
     }
 
     /// Indices of input (non-synthetic) items, in file order.

@@ -433,3 +433,19 @@ fn bad_lines_are_kept_skipped_or_rejected_and_counted_alike() {
     assert_eq!((s["transcripts"].as_u64(), s["failed"].as_u64()), (Some(2), Some(1)), "2 good rows and 1 bad: 3 rows");
     assert!(s["percentiles"]["before"]["p50"].as_u64().is_some(), "{s}");
 }
+
+/// A line the parser refuses is a bad line in every command, whichever reader saw it
+/// first: a `\u` escape with a sign once passed the fast scanner, and `run` counted
+/// the line unchanged where `validate` called it bad.
+#[test]
+fn a_line_the_parser_refuses_is_bad_in_run_as_in_validate() {
+    for bad in [r"a\u+041b", r"a\u-041b"] {
+        let line =
+            format!(r#"{{"messages":[{{"role":"user","content":"{bad}"}},{{"role":"assistant","content":"ok"}}]}}"#);
+        let o = cmd().args(["run", "-"]).write_stdin(format!("{line}\n")).output().unwrap();
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        assert!(stderr(&o).contains("error: -:1:46: invalid escape"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("0 unchanged, 1 bad, echoed"), "{}", stderr(&o));
+        assert_eq!(stdout(&o), format!("{line}\n"), "echoed as it was");
+    }
+}
