@@ -22,7 +22,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             crate::transcript::RecordKind::Item(i) => *i,
             crate::transcript::RecordKind::Event(e) if crate::transcript::Event::FilesChanged.is(&e.name) => {
                 let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
-                let paths: Vec<String> = v
+                let paths: Vec<&str> = v
                     .get("paths")
                     .and_then(Value::as_array)
                     .into_iter()
@@ -49,9 +49,11 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
             let writes = (is_write && args.str("command").as_deref() != Some("view"))
                 || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
             if writes {
-                args.patch_headers(&mut paths);
+                let mut headers = Vec::new();
+                args.patch_headers(&mut headers);
+                paths.extend(headers.into_iter().map(Cow::Owned));
             }
-            let paths: Vec<String> = paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
+            let paths: Vec<&str> = paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
             recent.touch(&paths);
             if writes && !failed.contains(&(i, call.id.as_ref())) {
                 changed.touch(&paths);
@@ -126,7 +128,7 @@ fn headers_in_text(s: &str, out: &mut Vec<String>) {
 }
 
 /// `./a` is `a`; an absolute path under the workspace root becomes relative.
-pub fn normalise(path: &str, root: Option<&str>) -> String {
+pub fn normalise<'p>(path: &'p str, root: Option<&str>) -> &'p str {
     let mut p = path.trim();
     if let Some(root) = root.map(|r| r.trim_end_matches('/')).filter(|r| !r.is_empty()) {
         if let Some(rest) = p.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
@@ -136,7 +138,7 @@ pub fn normalise(path: &str, root: Option<&str>) -> String {
     while let Some(rest) = p.strip_prefix("./") {
         p = rest.trim_start_matches('/');
     }
-    p.to_string()
+    p
 }
 
 /// Distinct paths with the moment each was last seen, newest first on output.
@@ -147,10 +149,16 @@ struct Recency {
 }
 
 impl Recency {
-    fn touch(&mut self, paths: &[String]) {
+    fn touch<P: AsRef<str>>(&mut self, paths: &[P]) {
         for p in paths {
             self.clock += 1;
-            self.last_seen.insert(p.clone(), self.clock);
+            // A path seen before (most are) is looked up, not copied again.
+            match self.last_seen.get_mut(p.as_ref()) {
+                Some(seen) => *seen = self.clock,
+                None => {
+                    self.last_seen.insert(p.as_ref().to_string(), self.clock);
+                }
+            }
         }
     }
 
@@ -291,11 +299,11 @@ impl<'c> Args<'c> {
     }
 
     /// The non-empty strings under the path keys, in the keys' order.
-    fn key_paths(&self, keys: &[String]) -> Vec<String> {
+    fn key_paths(&self, keys: &[String]) -> Vec<Cow<'_, str>> {
         if matches!(self, Args::Whole(v) if !v.is_object()) {
             return Vec::new();
         }
-        keys.iter().filter_map(|k| self.str(k)).filter(|p| !p.is_empty()).map(Cow::into_owned).collect()
+        keys.iter().filter_map(|k| self.str(k)).filter(|p| !p.is_empty()).collect()
     }
 
     /// The command of a shell call (see [`shell_command`]).

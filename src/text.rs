@@ -32,6 +32,12 @@ pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
         if !p.text(&body[i..next]) || next == b.len() {
             return Some(p.finish());
         }
+        // Line ends and tabs, the commonest escapes, only mark a space to come.
+        if matches!(b.get(next + 1), Some(b'n' | b't' | b'r')) {
+            p.space = p.count > 0;
+            i = next + 2;
+            continue;
+        }
         let (c, len) = escape_at(body, next)?;
         i = next + len;
         if !p.char(c) {
@@ -76,6 +82,9 @@ impl Previewer {
                 if matches!(b[i], b' ' | b'\t'..=b'\r') {
                     self.space = self.count > 0;
                     i += 1;
+                    while b.get(i).is_some_and(|c| matches!(c, b' ' | b'\t'..=b'\r')) {
+                        i += 1;
+                    }
                     continue;
                 }
                 let c = s[i..].chars().next().expect("i is on a character boundary");
