@@ -97,11 +97,21 @@ pub enum LineOutcome {
     Bad(String),
 }
 
-/// The output line of a line read through the view: the line's own bytes around the
-/// `messages` array, the kept messages as raw slices, the injected ones as chat messages.
-fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
+/// What became of a line [`process_line_into`] read: rewritten (the new line appended
+/// to the caller's buffer), unchanged, or bad (the message).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Written {
+    Changed,
+    Unchanged,
+    Bad(String),
+}
+
+/// The output line of a line read through the view, appended to `out`: the line's own
+/// bytes around the `messages` array, the kept messages as raw slices, the injected ones
+/// as chat messages.
+fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>, out: &mut String) {
     let t = &done.transcript;
-    let mut out = String::with_capacity(text.len() + 4096);
+    out.reserve(text.len() + 4096);
     out.push_str(&text[..spans.array.start]);
     out.push('[');
     let mut first = true;
@@ -112,7 +122,7 @@ fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
         }
         match step {
             Step::Kept(i) => out.push_str(&text[t.records[t.items[i].record].span.clone()]),
-            Step::Injected(m) => push_chat_message(&mut out, m),
+            Step::Injected(m) => push_chat_message(out, m),
             Step::Event(_) | Step::Record(_) => {
                 out.truncate(at);
                 continue;
@@ -122,7 +132,6 @@ fn splice(text: &str, spans: &view::Spans, done: &Processed<'_>) -> String {
     }
     out.push(']');
     out.push_str(&text[spans.array.end..]);
-    out
 }
 
 /// Whether an OpenAI-format line is read through the borrowed view (the fast path)
@@ -145,23 +154,58 @@ pub fn process_line_decided(
     settings: &Settings,
     decision: &mut Option<crate::policy::Decision>,
 ) -> Result<LineOutcome> {
+    let mut out = String::new();
+    Ok(match process_line_into(text, file, line_no, settings, decision, &mut out)? {
+        Written::Changed => LineOutcome::Changed(out),
+        Written::Unchanged => LineOutcome::Unchanged,
+        Written::Bad(m) => LineOutcome::Bad(m),
+    })
+}
+
+/// [`process_line_decided`], a rewritten line appended to `out` (a stream's block of
+/// output lines, written without a buffer of its own for each line).
+pub fn process_line_into(
+    text: &str,
+    file: &Path,
+    line_no: usize,
+    settings: &Settings,
+    decision: &mut Option<crate::policy::Decision>,
+    out: &mut String,
+) -> Result<Written> {
     if text.trim().is_empty() {
-        return Ok(LineOutcome::Unchanged);
+        return Ok(Written::Unchanged);
     }
     if settings.input_format != InputFormat::Openhands {
         if let Some((t, spans)) = view::read(text, line_no) {
             let done = match engine::process_parsed(t, Path::new("line"), settings) {
                 Ok(d) => d,
                 Err(Error::Failed(m)) => return Err(Error::Failed(m)),
-                Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
+                Err(e) => return Ok(Written::Bad(format!("{}:{line_no}: {e}", file.display()))),
             };
-            let line =
-                outcome(&done, file, line_no).unwrap_or_else(|| LineOutcome::Changed(splice(text, &spans, &done)));
+            let written = match outcome(&done, file, line_no) {
+                Some(LineOutcome::Bad(m)) => Written::Bad(m),
+                Some(LineOutcome::Unchanged) => Written::Unchanged,
+                Some(LineOutcome::Changed(line)) => {
+                    out.push_str(&line);
+                    Written::Changed
+                }
+                None => {
+                    splice(text, &spans, &done, out);
+                    Written::Changed
+                }
+            };
             *decision = Some(done.plan.decision);
-            return Ok(line);
+            return Ok(written);
         }
     }
-    canonical_decided(text, file, line_no, settings, decision)
+    Ok(match canonical_decided(text, file, line_no, settings, decision)? {
+        LineOutcome::Changed(line) => {
+            out.push_str(&line);
+            Written::Changed
+        }
+        LineOutcome::Unchanged => Written::Unchanged,
+        LineOutcome::Bad(m) => Written::Bad(m),
+    })
 }
 
 /// The reference path for one dataset line: the line as a `Value`, mapped to canonical

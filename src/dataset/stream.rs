@@ -3,7 +3,7 @@
 //! lines. What happens on the way (progress, bad lines) is told to an [`Observer`]:
 //! the command line draws a bar and prints errors, a library caller does what it likes.
 
-use super::{process_line, LineOutcome};
+use super::{process_line_into, Written};
 use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::inputs::Input;
@@ -307,7 +307,7 @@ fn write_block(
 /// `bytes`) — the bad lines' messages, and the failure that stopped it (a user's hook).
 #[derive(Default)]
 struct Piece {
-    bytes: Vec<u8>,
+    bytes: String,
     parts: Vec<Part>,
     lines: usize,
     changed: usize,
@@ -347,35 +347,45 @@ impl Piece {
                 self.bad.push((n, message, None));
                 if !settings.skip_bad_lines {
                     let start = self.bytes.len();
-                    self.bytes.push(b'\n');
-                    self.parts.push(Part::Own(start..self.bytes.len()));
+                    self.bytes.push('\n');
+                    self.own(start);
                 }
                 continue;
             }
+            // A byte-order mark before the first line stays before it; a rewritten line
+            // is written after it, straight into this piece's bytes.
+            let bom = n == 1 && raw.starts_with(b"\xEF\xBB\xBF");
+            let start = self.bytes.len();
+            if bom {
+                self.bytes.push('\u{feff}');
+            }
             let outcome = match crate::dataset::line_text(raw, n) {
-                Ok(text) => process_line(text, file, n, settings),
-                Err(column) => {
-                    Ok(LineOutcome::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8)))
-                }
+                Ok(text) => process_line_into(text, file, n, settings, &mut None, &mut self.bytes),
+                Err(column) => Ok(Written::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8))),
             };
-            // A byte-order mark before the first line stays before it.
-            let bom = if n == 1 && raw.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
             self.lines += 1;
             if strip_terminator(raw).iter().all(u8::is_ascii_whitespace) {
                 self.blank += 1;
             }
+            if !matches!(outcome, Ok(Written::Changed)) {
+                self.bytes.truncate(start);
+            }
             match outcome {
-                Ok(LineOutcome::Changed(line)) => {
+                Ok(Written::Changed) => {
                     self.changed += 1;
-                    self.shortened += usize::from(line.len() < strip_terminator(raw).len() - bom);
-                    let start = self.bytes.len();
-                    self.bytes.extend_from_slice(&raw[..bom]);
-                    self.bytes.extend_from_slice(line.as_bytes());
-                    self.bytes.extend_from_slice(&raw[strip_terminator(raw).len()..]);
-                    self.parts.push(Part::Own(start..self.bytes.len()));
+                    let line = self.bytes.len() - start;
+                    self.shortened += usize::from(line < strip_terminator(raw).len());
+                    // The line's own terminator.
+                    self.bytes.push_str(match &raw[strip_terminator(raw).len()..] {
+                        b"\r\n" => "\r\n",
+                        b"\n" => "\n",
+                        b"\r" => "\r",
+                        _ => "",
+                    });
+                    self.own(start);
                 }
-                Ok(LineOutcome::Unchanged) => self.keep(range.clone()),
-                Ok(LineOutcome::Bad(message)) => {
+                Ok(Written::Unchanged) => self.keep(range.clone()),
+                Ok(Written::Bad(message)) => {
                     self.bad.push((n, message, Some(range.clone())));
                     if !settings.skip_bad_lines {
                         self.keep(range.clone());
@@ -388,6 +398,20 @@ impl Piece {
                 }
             }
         }
+    }
+
+    /// The bytes from `start` on, a rewritten line: joined to the rewritten lines just
+    /// before it (a block whose lines all change is one write, too large for the
+    /// writer's buffer to copy).
+    fn own(&mut self, start: usize) {
+        let end = self.bytes.len();
+        if let Some(Part::Own(run)) = self.parts.last_mut() {
+            if run.end == start {
+                run.end = end;
+                return;
+            }
+        }
+        self.parts.push(Part::Own(start..end));
     }
 
     /// A line kept as it was: joined to the run of kept lines before it.
@@ -405,7 +429,7 @@ impl Piece {
         for part in &self.parts {
             match part {
                 Part::Block(r) => w.write_all(&block.data()[r.clone()])?,
-                Part::Own(r) => w.write_all(&self.bytes[r.clone()])?,
+                Part::Own(r) => w.write_all(&self.bytes.as_bytes()[r.clone()])?,
             }
         }
         Ok(())
