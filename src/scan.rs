@@ -181,9 +181,15 @@ impl<'a> Scan<'a> {
             match *self.b.get(i)? {
                 b'"' => break,
                 b'\\' => {
-                    let (c, n) = escape_at(self.text, i)?;
-                    removed += n - c.len_utf8();
-                    i += n;
+                    // A one-letter escape (most are) stands for one byte.
+                    if matches!(self.b.get(i + 1), Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) {
+                        removed += 1;
+                        i += 2;
+                    } else {
+                        let (c, n) = escape_at(self.text, i)?;
+                        removed += n - c.len_utf8();
+                        i += n;
+                    }
                     escaped = true;
                 }
                 _ => return None,
