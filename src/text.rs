@@ -26,11 +26,22 @@ pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
     let body = literal.strip_prefix('"')?.strip_suffix('"')?;
     let b = body.as_bytes();
     let mut p = Previewer::new(max, body.len());
-    let mut i = 0;
+    // The next escape is looked for a window at a time: a long text with none near its
+    // start is not searched to its end for a preview of its first line.
+    let window = max.saturating_mul(4).saturating_add(64);
+    let mut i: usize = 0;
     loop {
-        let next = memchr::memchr(b'\\', &b[i..]).map_or(b.len(), |k| i + k);
+        let mut end = i.saturating_add(window).min(b.len());
+        while !body.is_char_boundary(end) {
+            end += 1;
+        }
+        let next = memchr::memchr(b'\\', &b[i..end]).map_or(end, |k| i + k);
         if !p.text(&body[i..next]) || next == b.len() {
             return Some(p.finish());
+        }
+        if b[next] != b'\\' {
+            i = next;
+            continue;
         }
         // Line ends and tabs, the commonest escapes, only mark a space to come.
         if matches!(b.get(next + 1), Some(b'n' | b't' | b'r')) {
@@ -99,20 +110,20 @@ impl Previewer {
             // Never further than the cut: one byte past it is enough to know it is cut.
             let room = self.max - self.count + usize::from(self.space);
             let seg = &b[i..(i + room + 2).min(b.len())];
+            // Eight bytes at a time while they are folded, a byte (or a space and the
+            // byte after it) where they are not, and eight at a time again.
             let mut run = 0;
-            while let Some(w) = seg.get(run..run + 8) {
-                if !is_folded_word(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
-                    break;
+            loop {
+                while let Some(w) = seg.get(run..run + 8) {
+                    if !is_folded_word(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
+                        break;
+                    }
+                    run += 8;
                 }
-                run += 8;
-            }
-            while let Some(&c) = seg.get(run) {
-                if c.is_ascii_graphic() {
-                    run += 1;
-                } else if c == b' ' && seg.get(run + 1).is_some_and(u8::is_ascii_graphic) {
-                    run += 2;
-                } else {
-                    break;
+                match seg.get(run) {
+                    Some(c) if c.is_ascii_graphic() => run += 1,
+                    Some(b' ') if seg.get(run + 1).is_some_and(u8::is_ascii_graphic) => run += 2,
+                    _ => break,
                 }
             }
             if self.space {
@@ -372,6 +383,23 @@ mod tests {
             prop_assert_eq!(super::preview_json(&super::ascii_literal(&s), max), Some(want));
         }
 
+        /// Texts longer than the window the next escape is looked for in: long runs of
+        /// whitespace, wide characters and escapes across the windows' edges.
+        #[test]
+        fn a_long_literal_is_previewed_across_windows(
+            parts in prop::collection::vec(prop_oneof![
+                (1usize..300).prop_map(|n| " ".repeat(n)),
+                (1usize..200).prop_map(|n| "é".repeat(n)),
+                "[a-z\n\t🙂\\\\\"]{1,20}",
+            ], 0..12),
+            max in 0usize..30,
+        ) {
+            let s: String = parts.concat();
+            let want = super::preview_cut(&s, max);
+            prop_assert_eq!(super::preview_json(&serde_json::to_string(&s).unwrap(), max), Some(want.clone()));
+            prop_assert_eq!(super::preview_json(&super::ascii_literal(&s), max), Some(want));
+        }
+
         #[test]
         fn preview_is_fold_escape_cut(s in "[a-z~!{}\" \\n\\t\\x0b\\x0c\\r\u{1}\u{1c}\u{7f}\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,80}", max in 0usize..40) {
             prop_assert_eq!(super::preview(&s, max), reference(&s, max));
@@ -401,7 +429,7 @@ mod tests {
     fn special_bytes_are_found_wherever_they_are() {
         // Every byte value at every place of a buffer longer than two SIMD chunks, and
         // searches starting on either side of it.
-        for len in [0, 1, 15, 16, 17, 40] {
+        for len in [0, 1, 15, 16, 17, 31, 32, 33, 40, 70] {
             for at in 0..len {
                 for c in 0..=255u8 {
                     let mut b = vec![b'a'; len];
