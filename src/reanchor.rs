@@ -45,7 +45,8 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                 (write_tools.is_match(call.name.as_ref()), shell_tools.is_match(call.name.as_ref()))
             });
             let command = if is_shell { args.shell_command() } else { None };
-            // A write tool, or a shell command that applies a patch, changes files.
+            // A write tool, or a shell command that applies a patch, changes files; an
+            // editor's `view` command (`str_replace_editor`) names a path and changes none.
             let writes = (is_write && args.str("command").as_deref() != Some("view"))
                 || command.as_deref().is_some_and(|c| c.contains("apply_patch"));
             if writes {
@@ -115,6 +116,7 @@ fn collect_patch_headers(args: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// The files named by the headers of a patch or unified diff in `s`.
 fn headers_in_text(s: &str, out: &mut Vec<String>) {
     for line in s.lines() {
         let line = line.trim_end_matches('\r');
