@@ -383,6 +383,16 @@ mod tests {
             prop_assert_eq!(super::preview_json(&super::ascii_literal(&s), max), Some(want));
         }
 
+        /// A literal nobody checked (raw quotes and control characters in it) is
+        /// previewed as its text, and never loops.
+        #[test]
+        fn an_unchecked_literal_is_previewed_as_its_text(
+            s in "[a-z \"\t\u{1}é]{0,300}", max in 0usize..40,
+        ) {
+            let literal = format!("\"{s}\"");
+            prop_assert_eq!(super::preview_json(&literal, max), Some(super::preview_cut(&s, max)));
+        }
+
         /// Texts longer than the window the next escape is looked for in: long runs of
         /// whitespace, wide characters and escapes across the windows' edges.
         #[test]
