@@ -7,6 +7,7 @@ use crate::render::{self, SummaryEntry};
 use crate::tokens;
 use crate::transcript::{item_text_for_preview, ItemKind, Role, Synthetic, Transcript, Usage};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// A proposed fallback: the items it removes and the summary record in their place.
 pub(super) struct Summary {
@@ -152,22 +153,25 @@ fn summary_within(t: &Transcript<'_>, items: &[usize], s: &crate::config::Summar
 }
 
 /// One summary line's data; a text is decoded only as far as its preview needs.
-fn summary_entry(t: &Transcript<'_>, i: usize, preview_chars: usize) -> SummaryEntry {
+fn summary_entry<'t>(t: &'t Transcript<'_>, i: usize, preview_chars: usize) -> SummaryEntry<'t> {
     let item = &t.items[i];
     let text = item_text_for_preview(t, i, preview_chars);
     match &item.kind {
         ItemKind::Message { role, calls, .. } => SummaryEntry::Message {
             role: role.as_str(),
             text,
-            calls: calls.iter().map(|c| (c.name.to_string(), c.arguments.to_string())).collect(),
+            calls: calls
+                .iter()
+                .map(|c| (Cow::Borrowed(c.name.as_ref()), Cow::Borrowed(c.arguments.as_ref())))
+                .collect(),
         },
         ItemKind::ToolResult { name, .. } => {
-            let tool = name.as_deref().map(str::to_string).or_else(|| {
+            let tool = name.as_deref().or_else(|| {
                 let owner = &t.items[item.call_item?];
                 let cid = item.result_call_id()?;
-                owner.calls().iter().find(|c| c.id == cid).map(|c| c.name.to_string())
+                owner.calls().iter().find(|c| c.id == cid).map(|c| c.name.as_ref())
             });
-            SummaryEntry::Result { tool: tool.unwrap_or_else(|| "unknown tool".into()), failed: item.failed(), text }
+            SummaryEntry::Result { tool: Cow::Borrowed(tool.unwrap_or("unknown tool")), failed: item.failed(), text }
         }
     }
 }

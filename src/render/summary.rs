@@ -3,24 +3,26 @@
 
 use crate::text::preview;
 use crate::transcript::EntryText;
+use std::borrow::Cow;
 
 /// The fixed header; never cut.
 pub const SUMMARY_HEADER: &str = "[rivumi] History summary fallback. The older part of this conversation was removed \
 to relieve token pressure. What follows are truncated, possibly stale previews of that history, \
 not a faithful record: trust the current repository state and the retained recent output over them.";
 
-/// One summarized item, as the renderer needs it.
+/// One summarized item, as the renderer needs it: names and arguments borrowed from
+/// the transcript where they can be.
 #[derive(Debug, Clone)]
-pub enum SummaryEntry {
-    Message { role: &'static str, text: EntryText, calls: Vec<(String, String)> },
-    Result { tool: String, failed: bool, text: EntryText },
+pub enum SummaryEntry<'a> {
+    Message { role: &'static str, text: EntryText, calls: Vec<(Cow<'a, str>, Cow<'a, str>)> },
+    Result { tool: Cow<'a, str>, failed: bool, text: EntryText },
 }
 
 /// Renders the summary: header, then one line per item (newest `max_items` at most,
 /// dropping the oldest lines further if the whole would pass `max_chars`). `older`
 /// counts summarized items before `entries` that the caller did not decode.
 pub fn build_history_summary_fallback_message(
-    entries: &[SummaryEntry],
+    entries: &[SummaryEntry<'_>],
     older: usize,
     preview_chars: usize,
     max_items: usize,
@@ -31,40 +33,54 @@ pub fn build_history_summary_fallback_message(
 
 /// [`build_history_summary_fallback_message`] over `count` entries made on demand by
 /// `entry`, newest first: an entry whose line would be dropped anyway is never made.
-pub fn build_from(
+pub fn build_from<'a>(
     count: usize,
     older: usize,
     preview_chars: usize,
     max_items: usize,
     max_chars: usize,
-    entry: &dyn Fn(usize) -> SummaryEntry,
+    entry: &dyn Fn(usize) -> SummaryEntry<'a>,
 ) -> String {
     let first_shown = count.saturating_sub(max_items);
     let header = SUMMARY_HEADER.chars().count() + 1;
     // Lines from the newest back, while the newer ones alone still fit: an older line
     // than that can never be shown (dropping oldest first, the newer lines all stay).
-    let mut newest_first: Vec<String> = Vec::new();
+    // They are written one after the other into one buffer: where each is, and its
+    // characters with its line end.
+    let mut buf = String::new();
+    let mut newest_first: Vec<(std::ops::Range<usize>, usize)> = Vec::new();
     let mut tail = 0;
     for k in (first_shown..count).rev() {
-        let l = line(&entry(k), preview_chars);
-        let n = l.chars().count() + 1;
+        let start = buf.len();
+        push_line(&mut buf, &entry(k), preview_chars);
+        let n = buf[start..].chars().count() + 1;
         if header + tail + n > max_chars {
+            buf.truncate(start);
             break;
         }
         tail += n;
-        newest_first.push(l);
+        newest_first.push((start..buf.len(), n));
     }
     // The fewest oldest lines dropped that make the text fit, the count of what is not
     // shown included (all of them when nothing fits).
-    let mut dropped = count - first_shown - newest_first.len();
-    let mut lines: Vec<String> = newest_first.into_iter().rev().collect();
+    let mut shown = newest_first.len();
+    let mut dropped = count - first_shown - shown;
     let mut rest = tail;
-    while !lines.is_empty() && header + omitted_line(older + first_shown + dropped).chars().count() + rest > max_chars {
-        rest -= lines[0].chars().count() + 1;
-        lines.remove(0);
+    while shown > 0 && header + omitted_line(older + first_shown + dropped).chars().count() + rest > max_chars {
+        shown -= 1;
+        rest -= newest_first[shown].1;
         dropped += 1;
     }
-    assemble(&lines, older + first_shown + dropped)
+    let omitted = omitted_line(older + first_shown + dropped);
+    let mut out = String::with_capacity(SUMMARY_HEADER.len() + 1 + omitted.len() + buf.len() + shown);
+    out.push_str(SUMMARY_HEADER);
+    out.push('\n');
+    out.push_str(&omitted);
+    for (at, _) in newest_first[..shown].iter().rev() {
+        out.push_str(&buf[at.clone()]);
+        out.push('\n');
+    }
+    out
 }
 
 /// The line that counts what is not shown (empty when nothing is left out).
@@ -76,6 +92,7 @@ fn omitted_line(omitted: usize) -> String {
     }
 }
 
+#[cfg(test)]
 fn assemble(lines: &[String], omitted: usize) -> String {
     let mut out = String::from(SUMMARY_HEADER);
     out.push('\n');
@@ -87,10 +104,17 @@ fn assemble(lines: &[String], omitted: usize) -> String {
     out
 }
 
-fn line(entry: &SummaryEntry, n: usize) -> String {
+#[cfg(test)]
+fn line(entry: &SummaryEntry<'_>, n: usize) -> String {
+    let mut l = String::new();
+    push_line(&mut l, entry, n);
+    l
+}
+
+/// Appends an entry's line (without its line end).
+fn push_line(l: &mut String, entry: &SummaryEntry<'_>, n: usize) {
     // Pieces pushed one after the other (no formatting machinery: this runs for every
     // line of every summary of a dataset).
-    let mut l = String::with_capacity(2 * n + 64);
     match entry {
         SummaryEntry::Message { role, text, calls } => {
             l.push_str("- ");
@@ -115,7 +139,6 @@ fn line(entry: &SummaryEntry, n: usize) -> String {
             l.push_str(&text.preview(n));
         }
     }
-    l
 }
 
 #[cfg(test)]
@@ -148,7 +171,8 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(k, t)| if k % 2 == 0 {
-                    SummaryEntry::Message { role: "user", text: t.clone().into(), calls: vec![] }
+                    let calls = (0..k % 3).map(|c| (format!("tool{c}").into(), t.repeat(c + 1).into())).collect();
+                    SummaryEntry::Message { role: "user", text: t.clone().into(), calls }
                 } else {
                     SummaryEntry::Result { tool: "bash".into(), failed: k % 3 == 0, text: t.clone().into() }
                 })
