@@ -48,26 +48,16 @@ pub fn compact(text: &str) -> Option<String> {
 
 /// A checked string literal (quotes included) as `serde_json` writes its value: the
 /// runs without escapes copied, each escape written as it writes that character
-/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`, anything else itself).
+/// ([`crate::text::push_escape`] for what must stay escaped, anything else itself).
 fn push_literal(out: &mut String, lit: &str) -> Option<()> {
     let mut start = 0;
     while let Some(k) = memchr::memchr(b'\\', &lit.as_bytes()[start..]) {
         let i = start + k;
         out.push_str(&lit[start..i]);
         let (c, n) = escape_at(lit, i)?;
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c < ' ' => {
-                use std::fmt::Write;
-                write!(out, "\\u{:04x}", u32::from(c)).expect("a String takes any text");
-            }
-            c => out.push(c),
+        match u8::try_from(c) {
+            Ok(b) if b < b' ' || b == b'"' || b == b'\\' => crate::text::push_escape(out, b),
+            _ => out.push(c),
         }
         start = i + n;
     }

@@ -192,7 +192,6 @@ fn is_folded_word(w: u64) -> bool {
 /// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); the runs with nothing
 /// to escape are found sixteen bytes at a time and copied whole.
 pub fn push_json_str(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
     out.push('"');
@@ -201,23 +200,31 @@ pub fn push_json_str(out: &mut String, s: &str) {
         let i = find_special(b, start);
         out.push_str(&s[start..i]);
         let Some(&c) = b.get(i) else { break };
-        match c {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            _ => {
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(c >> 4)]));
-                out.push(char::from(HEX[usize::from(c & 0xf)]));
-            }
-        }
+        push_escape(out, c);
         start = i + 1;
     }
     out.push('"');
+}
+
+/// The escape `serde_json` writes for a byte a string literal cannot hold as it is (a
+/// quote, a backslash, a control character): `\"`, `\\`, `\b \f \n \r \t`, other
+/// controls as `\u00xx`.
+pub fn push_escape(out: &mut String, c: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match c {
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        b'\n' => out.push_str("\\n"),
+        b'\r' => out.push_str("\\r"),
+        b'\t' => out.push_str("\\t"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        _ => {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(c >> 4)]));
+            out.push(char::from(HEX[usize::from(c & 0xf)]));
+        }
+    }
 }
 
 /// Cuts `s` to at most `max` characters on a character boundary, adding `…` when cut.
