@@ -129,6 +129,18 @@ fn headers_in_text(s: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Whether a JSON string literal can hold a line [`headers_in_text`] reads: its text
+/// has `*** ` or `+++ b` as it is, or a `\u` escape that could spell them. Most
+/// arguments (a file's content, a command) have neither and are not decoded.
+fn may_hold_headers(literal: &str) -> bool {
+    let b = literal.as_bytes();
+    memchr::memchr3_iter(b'*', b'+', b'\\', b).any(|i| match b[i] {
+        b'*' => b[i..].starts_with(b"*** "),
+        b'+' => b[i..].starts_with(b"+++ b"),
+        _ => b.get(i + 1) == Some(&b'u'),
+    })
+}
+
 /// `./a` is `a`; an absolute path under the workspace root becomes relative.
 pub fn normalise<'p>(path: &'p str, root: Option<&str>) -> &'p str {
     let mut p = path.trim();
@@ -290,6 +302,9 @@ impl<'c> Args<'c> {
         match self {
             Args::Members { members, .. } => {
                 for (_, raw) in members {
+                    if raw.starts_with('"') && !may_hold_headers(raw) {
+                        continue;
+                    }
                     match raw.starts_with('"').then(|| crate::text::unescape_literal(raw)).flatten() {
                         Some(text) => headers_in_text(&text, out),
                         None => collect_patch_headers(&serde_json::from_str(raw).unwrap_or(Value::Null), out),
@@ -398,6 +413,10 @@ mod tests {
                 "null",
                 "7",
                 "\"*** Update File: b.rs\\n+++ b/c.rs\"",
+                // Headers spelled with escapes, and after a line end.
+                "\"\\u002a** Add File: d.rs\"",
+                "\"x\\n\\u002b++ b\\/e.rs\"",
+                "\"x\\r\\n*** Delete File: f.rs\"",
             ])
             .prop_map(String::from),
             "[a-z/. ]{0,12}".prop_map(|s| Value::from(s).to_string()),

@@ -4,7 +4,7 @@
 //! nesting). It never decides that a line is bad: wherever it is unsure it says `None`,
 //! and the line goes to `serde_json`, which accepts it or words the error.
 
-use crate::text::{escape_at, find_special};
+use crate::text::{escape_at, find_special, special_mask};
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -122,6 +122,11 @@ fn compact_value(s: &mut Scan<'_>, out: &mut String, depth: usize) -> Option<()>
     Some(())
 }
 
+/// Whether an escape's letter is one of those that stand for one byte.
+fn is_one_letter_escape(c: Option<&u8>) -> bool {
+    matches!(c, Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't'))
+}
+
 pub struct Scan<'a> {
     text: &'a str,
     b: &'a [u8],
@@ -166,23 +171,57 @@ impl<'a> Scan<'a> {
         }
         let start = self.i;
         let (mut i, mut removed, mut escaped) = (start + 1, 0, false);
-        loop {
-            i = find_special(self.b, i);
-            match *self.b.get(i)? {
-                b'"' => break,
-                b'\\' => {
-                    // A one-letter escape (most are) stands for one byte.
-                    if matches!(self.b.get(i + 1), Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) {
-                        removed += 1;
-                        i += 2;
-                    } else {
-                        let (c, n) = escape_at(self.text, i)?;
-                        removed += n - c.len_utf8();
-                        i += n;
+        // Sixteen bytes at a time, every special byte of a block seen from its mask:
+        // one-letter escapes (most are) do not end the block.
+        'blocks: while let Some(mut mask) = special_mask(self.b, i) {
+            let mut next = i + 16;
+            while mask != 0 {
+                let k = mask.trailing_zeros() as usize;
+                let at = i + k;
+                match self.b[at] {
+                    b'"' => {
+                        i = at;
+                        break 'blocks;
                     }
-                    escaped = true;
+                    b'\\' => {
+                        escaped = true;
+                        if is_one_letter_escape(self.b.get(at + 1)) {
+                            // It stands for one byte; the escaped byte is no special.
+                            removed += 1;
+                            mask &= !(3 << k);
+                            next = next.max(at + 2);
+                        } else {
+                            let (c, n) = escape_at(self.text, at)?;
+                            removed += n - c.len_utf8();
+                            i = at + n;
+                            continue 'blocks;
+                        }
+                    }
+                    _ => return None,
                 }
-                _ => return None,
+            }
+            i = next;
+        }
+        if self.b.get(i) != Some(&b'"') {
+            // Not closed yet (`i` is never inside an escape): the last, fewer than
+            // sixteen, bytes.
+            loop {
+                i = find_special(self.b, i);
+                match *self.b.get(i)? {
+                    b'"' => break,
+                    b'\\' => {
+                        if is_one_letter_escape(self.b.get(i + 1)) {
+                            removed += 1;
+                            i += 2;
+                        } else {
+                            let (c, n) = escape_at(self.text, i)?;
+                            removed += n - c.len_utf8();
+                            i += n;
+                        }
+                        escaped = true;
+                    }
+                    _ => return None,
+                }
             }
         }
         self.i = i + 1;

@@ -271,40 +271,50 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
 
 /// The index of the first byte from `i` on that a JSON string literal cannot hold as
 /// it is — a quote, a backslash or a control character (below 0x20) — or `b.len()`.
-/// Sixteen bytes at a time (SSE2, which every x86-64 has), then a byte at a time.
-pub fn find_special(b: &[u8], i: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 processor has it.
-    let i = unsafe { find_special_sse2(b, i) };
-    b.get(i..)
-        .and_then(|rest| rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20))
-        .map_or(b.len(), |k| i + k)
-}
-
-/// [`find_special`] sixteen bytes at a time: the index of the first special byte, or of
-/// the first of the last (fewer than sixteen) bytes.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
-fn find_special_sse2(b: &[u8], mut i: usize) -> usize {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
-    let (quote, backslash, control) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8), _mm_set1_epi8(0x1f));
-    while let Some(chunk) = b.get(i..i + 16) {
-        // SAFETY: `chunk` is 16 readable bytes, and the load needs no alignment.
-        let v = unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) };
-        // A byte is a control character when max(byte, 0x1f) is 0x1f (unsigned).
-        let hits = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-            _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
-        );
-        let mask = _mm_movemask_epi8(hits).cast_unsigned();
+/// Sixteen bytes at a time ([`special_mask`]), then a byte at a time.
+pub fn find_special(b: &[u8], mut i: usize) -> usize {
+    while let Some(mask) = special_mask(b, i) {
         if mask != 0 {
             return i + mask.trailing_zeros() as usize;
         }
         i += 16;
     }
-    i
+    b.get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20))
+        .map_or(b.len(), |k| i + k)
+}
+
+/// Which of the sixteen bytes from `i` on a JSON string literal cannot hold as they are
+/// (a quote, a backslash or a control character), one bit each, the first byte lowest;
+/// `None` when fewer than sixteen bytes are left.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub fn special_mask(b: &[u8], i: usize) -> Option<u32> {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let chunk = b.get(i..i.checked_add(16)?)?;
+    // SAFETY: SSE2 is part of the x86-64 baseline, and `chunk` is 16 readable bytes (the
+    // load needs no alignment).
+    let mask = unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let (quote, backslash, control) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8), _mm_set1_epi8(0x1f));
+        // A byte is a control character when max(byte, 0x1f) is 0x1f (unsigned).
+        let hits = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+            _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
+        );
+        _mm_movemask_epi8(hits)
+    };
+    Some(mask.cast_unsigned())
+}
+
+/// [`special_mask`] elsewhere, a byte at a time.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+pub fn special_mask(b: &[u8], i: usize) -> Option<u32> {
+    let chunk = b.get(i..i.checked_add(16)?)?;
+    Some(chunk.iter().enumerate().fold(0, |m, (k, &c)| m | u32::from(c == b'"' || c == b'\\' || c < 0x20) << k))
 }
 
 /// The character of the escape at `i` of a JSON string's body (which starts with `\`)
