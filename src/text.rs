@@ -114,6 +114,13 @@ impl Previewer {
             // byte after it) where they are not, and eight at a time again.
             let mut run = 0;
             loop {
+                while let Some(chunk) = seg.get(run..run + 16) {
+                    let n = folded_prefix(chunk);
+                    run += n;
+                    if n < 16 {
+                        break;
+                    }
+                }
                 while let Some(w) = seg.get(run..run + 8) {
                     if !is_folded_word(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
                         break;
@@ -170,6 +177,37 @@ impl Previewer {
         self.count += 1;
         true
     }
+}
+
+/// How many of sixteen bytes (after a printable one) are already folded text: printable
+/// ASCII, and spaces each followed by a printable byte (a space at the end is not
+/// counted: what follows it is not known here).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn folded_prefix(chunk: &[u8]) -> usize {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    assert!(chunk.len() >= 16);
+    // SAFETY: SSE2 is part of the x86-64 baseline, and `chunk` has 16 readable bytes
+    // (the load needs no alignment).
+    let (printable, space) = unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        // Signed: 0x21..=0x7f are above a space, bytes from 0x80 up are negative.
+        let above = _mm_movemask_epi8(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x20))).cast_unsigned();
+        let del = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))).cast_unsigned();
+        let space = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x20))).cast_unsigned();
+        (above & !del, space)
+    };
+    let stops = !(printable | space & (printable >> 1)) & 0xffff;
+    (stops | 1 << 16).trailing_zeros() as usize
+}
+
+/// [`folded_prefix`] elsewhere, a byte at a time.
+#[cfg(not(target_arch = "x86_64"))]
+fn folded_prefix(chunk: &[u8]) -> usize {
+    let printable = |c: Option<&u8>| c.is_some_and(u8::is_ascii_graphic);
+    (0..16)
+        .find(|&k| !printable(chunk.get(k)) && !(chunk[k] == b' ' && k < 15 && printable(chunk.get(k + 1))))
+        .unwrap_or(16)
 }
 
 /// Whether eight bytes (after a printable one) are already folded text: printable
@@ -447,6 +485,27 @@ mod tests {
                     let want =
                         w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
                     assert_eq!(super::is_folded_word(u64::from_le_bytes(w)), want, "{w:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn folded_prefixes_are_measured_exactly() {
+        // Every byte at every place, beside printable ones and spaces.
+        for at in 0..16 {
+            for b in 0..=255u8 {
+                for fill in [b'a', b' '] {
+                    let mut w = [b'x'; 16];
+                    w[at] = b;
+                    if at > 0 {
+                        w[at - 1] = fill;
+                    }
+                    let folded = |k: usize| {
+                        (0x21..0x7f).contains(&w[k]) || (w[k] == b' ' && k < 15 && (0x21..0x7f).contains(&w[k + 1]))
+                    };
+                    let want = (0..16).find(|&k| !folded(k)).unwrap_or(16);
+                    assert_eq!(super::folded_prefix(&w), want, "{w:?}");
                 }
             }
         }
