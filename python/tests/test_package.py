@@ -64,6 +64,21 @@ def test_compact_lines_is_byte_identical_to_the_cli(tmp_path):
     assert bool(caught) == (expected.returncode == 4)
 
 
+def test_a_byte_order_mark_and_line_ends_are_kept_as_the_cli_keeps_them():
+    """A BOM before the first line, CRLF ends, a last line without one: each output
+    line carries its own input line's around the rewritten text."""
+    lines = rows(6)
+    data = b"\xef\xbb\xbf" + "".join(line + "\r\n" for line in lines[:-1]).encode() + lines[-1].encode()
+    expected = cli("run", "-", "--max-total-tokens", "3000", stdin=data)
+    assert expected.returncode == 0, expected.stderr
+    assert expected.stdout.startswith(b"\xef\xbb\xbf") and expected.stdout.count(b"\r\n") == 5
+    got = rc.compact_lines(data.splitlines(keepends=True), task__max_total_tokens=3000)
+    assert b"".join(got) == expected.stdout
+    assert got[0] != data.splitlines(keepends=True)[0], "the first line was rewritten"
+    got_text = rc.compact_lines(data.decode("utf-8").splitlines(keepends=True), task__max_total_tokens=3000)
+    assert "".join(got_text).encode() == expected.stdout
+
+
 def test_many_pieces_come_back_in_order():
     """More than a few MB of lines, so that workers compact pieces of them in parallel
     while the first ones are turned into Python objects: the order and the bytes hold,
