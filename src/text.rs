@@ -14,7 +14,14 @@ pub fn preview(s: &str, max: usize) -> String {
 
 /// The preview, and whether it was cut.
 fn preview_cut(s: &str, max: usize) -> (String, bool) {
-    let mut p = Previewer::new(max, s.len());
+    let mut out = String::new();
+    let cut = preview_into(&mut out, s, max);
+    (out, cut)
+}
+
+/// [`preview`] appended to `out`; whether it was cut.
+pub fn preview_into(out: &mut String, s: &str, max: usize) -> bool {
+    let mut p = Previewer::new(out, max, s.len());
     p.text(s);
     p.finish()
 }
@@ -23,9 +30,25 @@ fn preview_cut(s: &str, max: usize) -> (String, bool) {
 /// escapes are decoded as they are reached and nothing after the cut is read. `None`
 /// when the literal is not one (or holds an escape a parser refuses).
 pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
+    let mut out = String::new();
+    preview_json_into(&mut out, literal, max).map(|cut| (out, cut))
+}
+
+/// [`preview_json`] appended to `out`: whether it was cut, or `None` (and `out` as it
+/// was) when the literal is not one.
+pub fn preview_json_into(out: &mut String, literal: &str, max: usize) -> Option<bool> {
+    let start = out.len();
+    let cut = write_preview_json(out, literal, max);
+    if cut.is_none() {
+        out.truncate(start);
+    }
+    cut
+}
+
+fn write_preview_json(out: &mut String, literal: &str, max: usize) -> Option<bool> {
     let body = literal.strip_prefix('"')?.strip_suffix('"')?;
     let b = body.as_bytes();
-    let mut p = Previewer::new(max, body.len());
+    let mut p = Previewer::new(out, max, body.len());
     // The next escape is looked for a window at a time: a long text with none near its
     // start is not searched to its end for a preview of its first line.
     let window = max.saturating_mul(4).saturating_add(64);
@@ -59,21 +82,23 @@ pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
 
 /// The preview being made: fed text in order, it folds, escapes and counts, and says
 /// when it was cut (nothing more is wanted after that).
-struct Previewer {
-    out: String,
+struct Previewer<'o> {
+    out: &'o mut String,
     count: usize,
     space: bool,
     max: usize,
     cut: bool,
 }
 
-impl Previewer {
-    fn new(max: usize, len: usize) -> Previewer {
-        Previewer { out: String::with_capacity(max.min(len) + 4), count: 0, space: false, max, cut: false }
+impl<'o> Previewer<'o> {
+    fn new(out: &'o mut String, max: usize, len: usize) -> Previewer<'o> {
+        out.reserve(max.min(len) + 4);
+        Previewer { out, count: 0, space: false, max, cut: false }
     }
 
-    fn finish(self) -> (String, bool) {
-        (self.out, self.cut)
+    /// Whether the preview was cut.
+    fn finish(self) -> bool {
+        self.cut
     }
 
     /// Marks the cut; always `false` (the preview is complete).
@@ -488,6 +513,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_preview_is_appended_and_a_refused_literal_leaves_the_buffer_as_it_was() {
+        let mut out = String::from("- a: ");
+        assert_eq!(super::preview_json_into(&mut out, r#""x\ny  z""#, 10), Some(false));
+        assert_eq!(out, "- a: x y z");
+        assert_eq!(super::preview_json_into(&mut out, r#""ok then \q""#, 40), None);
+        assert_eq!(out, "- a: x y z", "a literal with a bad escape writes nothing");
+        assert!(super::preview_into(&mut out, " long  text", 3));
+        assert_eq!(out, "- a: x y zlon…");
     }
 
     #[test]

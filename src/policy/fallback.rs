@@ -147,15 +147,13 @@ fn summary_within(t: &Transcript<'_>, items: &[usize], s: &crate::config::Summar
     let shown = items.len().min(s.max_items);
     let older = items.len() - shown;
     let items = &items[older..];
-    render::build_from(items.len(), older, s.preview_chars, s.max_items, s.max_chars, &|k| {
-        summary_entry(t, items[k], s.preview_chars)
-    })
+    render::build_from(items.len(), older, s.preview_chars, s.max_items, s.max_chars, &|k| summary_entry(t, items[k]))
 }
 
 /// One summary line's data; a text is decoded only as far as its preview needs.
-fn summary_entry<'t>(t: &'t Transcript<'_>, i: usize, preview_chars: usize) -> SummaryEntry<'t> {
+fn summary_entry<'t>(t: &'t Transcript<'_>, i: usize) -> SummaryEntry<'t> {
     let item = &t.items[i];
-    let text = item_text_for_preview(t, i, preview_chars);
+    let text = item_text_for_preview(t, i);
     match &item.kind {
         ItemKind::Message { role, calls, .. } => SummaryEntry::Message {
             role: role.as_str(),

@@ -1,7 +1,7 @@
 //! `build_history_summary_fallback_message`: the deterministic, bounded, lossy summary
 //! of older history (SPEC 4). No model call; the same entries give the same text.
 
-use crate::text::preview;
+use crate::text::preview_into;
 use crate::transcript::EntryText;
 use std::borrow::Cow;
 
@@ -14,8 +14,8 @@ not a faithful record: trust the current repository state and the retained recen
 /// the transcript where they can be.
 #[derive(Debug, Clone)]
 pub enum SummaryEntry<'a> {
-    Message { role: &'static str, text: EntryText, calls: Vec<(Cow<'a, str>, Cow<'a, str>)> },
-    Result { tool: Cow<'a, str>, failed: bool, text: EntryText },
+    Message { role: &'static str, text: EntryText<'a>, calls: Vec<(Cow<'a, str>, Cow<'a, str>)> },
+    Result { tool: Cow<'a, str>, failed: bool, text: EntryText<'a> },
 }
 
 /// Renders the summary: header, then one line per item (newest `max_items` at most,
@@ -120,23 +120,27 @@ fn push_line(l: &mut String, entry: &SummaryEntry<'_>, n: usize) {
             l.push_str("- ");
             l.push_str(role);
             l.push(':');
-            if !text.is_blank() {
-                l.push(' ');
-                l.push_str(&text.preview(n));
+            // A space, then the preview; no space when the text shows nothing (a blank
+            // text previews as nothing, anything else as something).
+            let at = l.len();
+            l.push(' ');
+            text.push_preview(l, n);
+            if l.len() == at + 1 {
+                l.truncate(at);
             }
             for (name, args) in calls {
                 l.push_str(" [call ");
-                l.push_str(&preview(name, n));
+                preview_into(l, name, n);
                 l.push('(');
-                l.push_str(&preview(args, n));
+                preview_into(l, args, n);
                 l.push_str(")]");
             }
         }
         SummaryEntry::Result { tool, failed, text } => {
             l.push_str("- result of ");
-            l.push_str(&preview(tool, n));
+            preview_into(l, tool, n);
             l.push_str(if *failed { " (error): " } else { " (ok): " });
-            l.push_str(&text.preview(n));
+            text.push_preview(l, n);
         }
     }
 }

@@ -38,44 +38,41 @@ pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
 }
 
 /// What a summary line shows of an item: `text::preview(item_text, max)`. A string
-/// content is previewed straight from its JSON literal, decoded only up to the cut;
-/// blocks are decoded whole and left for the renderer to preview.
-pub fn item_text_for_preview(t: &Transcript<'_>, item: usize, max: usize) -> EntryText {
-    let Some(raw) = raw_content(t, item) else { return EntryText::Full(String::new()) };
-    // A string is previewed from the literal itself, decoding only up to the cut.
-    if let Some((shown, _)) = crate::text::preview_json(raw, max) {
-        return EntryText::Preview(shown);
+/// content is kept as its JSON literal, previewed when the line is written and decoded
+/// only up to the cut; blocks are decoded whole and left for the renderer to preview.
+pub fn item_text_for_preview<'a>(t: &Transcript<'a>, item: usize) -> EntryText<'a> {
+    match raw_content(t, item) {
+        None => EntryText::Full(String::new()),
+        Some(raw) if raw.starts_with('"') => EntryText::Json(raw),
+        Some(raw) => EntryText::Full(text_of_json(raw)),
     }
-    EntryText::Full(text_of_json(raw))
 }
 
-/// An entry's text: whole, or already made into its preview by the caller (at the
-/// renderer's `preview_chars`), which then is shown as it is.
+/// An entry's text: whole, or the JSON string literal that holds it.
 #[derive(Debug, Clone)]
-pub enum EntryText {
+pub enum EntryText<'a> {
     Full(String),
-    Preview(String),
+    Json(&'a str),
 }
 
-impl EntryText {
-    /// The preview at `n` characters (made now, or the one already made).
-    pub fn preview(&self, n: usize) -> std::borrow::Cow<'_, str> {
+impl EntryText<'_> {
+    /// Appends the preview at `n` characters to `out`.
+    pub fn push_preview(&self, out: &mut String, n: usize) {
         match self {
-            EntryText::Full(t) => crate::text::preview(t, n).into(),
-            EntryText::Preview(p) => p.as_str().into(),
-        }
-    }
-
-    /// Whether there is nothing to show.
-    pub fn is_blank(&self) -> bool {
-        match self {
-            EntryText::Full(t) | EntryText::Preview(t) => t.trim().is_empty(),
+            EntryText::Full(t) => {
+                crate::text::preview_into(out, t, n);
+            }
+            EntryText::Json(raw) => {
+                if crate::text::preview_json_into(out, raw, n).is_none() {
+                    crate::text::preview_into(out, &text_of_json(raw), n);
+                }
+            }
         }
     }
 }
 
-impl From<String> for EntryText {
-    fn from(text: String) -> EntryText {
+impl From<String> for EntryText<'_> {
+    fn from(text: String) -> Self {
         EntryText::Full(text)
     }
 }
