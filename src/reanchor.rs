@@ -245,14 +245,15 @@ fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -
 /// object. Members read as a parser reads the object: a duplicate key's last value, in
 /// the first one's place.
 enum Args<'c> {
-    Members { raw: &'c str, members: Vec<(&'c str, &'c str)> },
+    Members { raw: &'c str, members: smallvec::SmallVec<[(&'c str, &'c str); 4]> },
     Whole(Value),
 }
 
 impl<'c> Args<'c> {
     fn of(raw: &'c str) -> Args<'c> {
         let mut s = crate::scan::Scan::new(raw);
-        let mut members: Vec<(&str, &str)> = Vec::new();
+        // Most calls have a few members: held in place, not allocated.
+        let mut members: smallvec::SmallVec<[(&str, &str); 4]> = smallvec::SmallVec::new();
         let read = s.peek() == Some(b'{')
             && s.object(0, |s, key| {
                 let value = s.raw_value(1)?;

@@ -75,7 +75,7 @@ fn compact_value(s: &mut Scan<'_>, out: &mut String, depth: usize) -> Option<()>
             out.push('{');
             // Keys so far, to leave a duplicate (the parser keeps the last value in the
             // first one's place) to the fallback.
-            let mut keys: Vec<&str> = Vec::new();
+            let mut keys: smallvec::SmallVec<[&str; 8]> = smallvec::SmallVec::new();
             s.object(depth, |s, key| {
                 if keys.contains(&key) {
                     return None;

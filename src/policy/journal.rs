@@ -11,12 +11,14 @@ pub struct Journal {
 impl Journal {
     /// Appends an event; `fields` is a JSON object whose keys follow `seq` and `event`.
     pub fn push(&mut self, event: Event, fields: Value) {
-        let mut obj = Map::new();
+        let fields = match fields {
+            Value::Object(f) => f,
+            _ => Map::new(),
+        };
+        let mut obj = Map::with_capacity(fields.len() + 2);
         obj.insert("seq".into(), Value::from(self.events.len()));
         obj.insert("event".into(), Value::from(event.as_str()));
-        if let Value::Object(f) = fields {
-            obj.extend(f);
-        }
+        obj.extend(fields);
         self.events.push(Value::Object(obj));
     }
 
