@@ -496,23 +496,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn folded_words_are_found_exactly() {
-        // Every byte at every place, beside printable ones and spaces.
-        for at in 0..8 {
+    /// Calls `check` with every byte at every place of `N` bytes of `x`, after a
+    /// printable byte or a space.
+    fn each_byte_beside<const N: usize>(mut check: impl FnMut([u8; N])) {
+        for at in 0..N {
             for b in 0..=255u8 {
                 for fill in [b'a', b' '] {
-                    let mut w = [b'x'; 8];
+                    let mut w = [b'x'; N];
                     w[at] = b;
                     if at > 0 {
                         w[at - 1] = fill;
                     }
-                    let want =
-                        w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
-                    assert_eq!(super::is_folded_word(u64::from_le_bytes(w)), want, "{w:?}");
+                    check(w);
                 }
             }
         }
+    }
+
+    #[test]
+    fn folded_words_are_found_exactly() {
+        each_byte_beside(|w: [u8; 8]| {
+            let want = w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
+            assert_eq!(super::is_folded_word(u64::from_le_bytes(w)), want, "{w:?}");
+        });
     }
 
     #[test]
@@ -528,23 +534,12 @@ mod tests {
 
     #[test]
     fn folded_prefixes_are_measured_exactly() {
-        // Every byte at every place, beside printable ones and spaces.
-        for at in 0..16 {
-            for b in 0..=255u8 {
-                for fill in [b'a', b' '] {
-                    let mut w = [b'x'; 16];
-                    w[at] = b;
-                    if at > 0 {
-                        w[at - 1] = fill;
-                    }
-                    let folded = |k: usize| {
-                        (0x21..0x7f).contains(&w[k]) || (w[k] == b' ' && k < 15 && (0x21..0x7f).contains(&w[k + 1]))
-                    };
-                    let want = (0..16).find(|&k| !folded(k)).unwrap_or(16);
-                    assert_eq!(super::folded_prefix(&w), want, "{w:?}");
-                }
-            }
-        }
+        each_byte_beside(|w: [u8; 16]| {
+            let folded =
+                |k: usize| (0x21..0x7f).contains(&w[k]) || (w[k] == b' ' && k < 15 && (0x21..0x7f).contains(&w[k + 1]));
+            let want = (0..16).find(|&k| !folded(k)).unwrap_or(16);
+            assert_eq!(super::folded_prefix(&w), want, "{w:?}");
+        });
     }
 
     #[test]
