@@ -490,6 +490,15 @@ mod tests {
             prop_assert_eq!(super::preview_json(&super::ascii_literal(&s), max), Some(want));
         }
 
+        /// A summary line leaves out the space before a text that shows nothing: a
+        /// preview is empty exactly when the text is blank, at any length.
+        #[test]
+        fn a_preview_is_empty_exactly_when_the_text_is_blank(
+            s in "[a \n\t\x0b\x0c\r\u{1}\u{85}\u{a0}\u{2028}\u{3000}\u{200b}\u{feff}]{0,12}", max in 0usize..4,
+        ) {
+            prop_assert_eq!(super::preview(&s, max).is_empty(), s.trim().is_empty(), "{:?}", s);
+        }
+
         #[test]
         fn preview_is_fold_escape_cut(s in "[a-z~!{}\" \\n\\t\\x0b\\x0c\\r\u{1}\u{1c}\u{7f}\u{1b}\u{202e}é🙂\u{85}\u{a0}]{0,80}", max in 0usize..40) {
             prop_assert_eq!(super::preview(&s, max), reference(&s, max));
