@@ -303,12 +303,13 @@ impl<'c> Args<'c> {
         match self {
             Args::Members { members, .. } => {
                 for (_, raw) in members {
-                    if raw.starts_with('"') && !may_hold_headers(raw) {
-                        continue;
-                    }
-                    match raw.starts_with('"').then(|| crate::text::unescape_literal(raw)).flatten() {
-                        Some(text) => headers_in_text(&text, out),
-                        None => collect_patch_headers(&serde_json::from_str(raw).unwrap_or(Value::Null), out),
+                    if !raw.starts_with('"') {
+                        collect_patch_headers(&serde_json::from_str(raw).unwrap_or(Value::Null), out);
+                    } else if may_hold_headers(raw) {
+                        match crate::text::unescape_literal(raw) {
+                            Some(text) => headers_in_text(&text, out),
+                            None => collect_patch_headers(&serde_json::from_str(raw).unwrap_or(Value::Null), out),
+                        }
                     }
                 }
             }

@@ -185,17 +185,18 @@ impl<'a> Scan<'a> {
                     }
                     b'\\' => {
                         escaped = true;
-                        if is_one_letter_escape(self.b.get(at + 1)) {
-                            // It stands for one byte; the escaped byte is no special.
-                            removed += 1;
-                            mask &= !(3 << k);
-                            next = next.max(at + 2);
-                        } else {
-                            let (c, n) = escape_at(self.text, at)?;
-                            removed += n - c.len_utf8();
+                        if !is_one_letter_escape(self.b.get(at + 1)) {
+                            // A `\u` escape: the block starts again after it.
+                            let (n, gone) = self.escape(at)?;
+                            removed += gone;
                             i = at + n;
                             continue 'blocks;
                         }
+                        // A one-letter escape (most are): two bytes for one, and the
+                        // escaped byte is no special.
+                        removed += 1;
+                        mask &= !(3 << k);
+                        next = next.max(at + 2);
                     }
                     _ => return None,
                 }
@@ -210,14 +211,9 @@ impl<'a> Scan<'a> {
                 match *self.b.get(i)? {
                     b'"' => break,
                     b'\\' => {
-                        if is_one_letter_escape(self.b.get(i + 1)) {
-                            removed += 1;
-                            i += 2;
-                        } else {
-                            let (c, n) = escape_at(self.text, i)?;
-                            removed += n - c.len_utf8();
-                            i += n;
-                        }
+                        let (n, gone) = self.escape(i)?;
+                        removed += gone;
+                        i += n;
                         escaped = true;
                     }
                     _ => return None,
@@ -226,6 +222,17 @@ impl<'a> Scan<'a> {
         }
         self.i = i + 1;
         Some(Lit { start, end: i + 1, len: (i - start - 1 - removed) as u64, escaped })
+    }
+
+    /// The escape at `at` (a backslash inside a literal), checked: its length, and how
+    /// many bytes longer it is than the character it stands for. A one-letter escape
+    /// (most are) is two bytes for one.
+    fn escape(&self, at: usize) -> Option<(usize, usize)> {
+        if is_one_letter_escape(self.b.get(at + 1)) {
+            return Some((2, 1));
+        }
+        let (c, n) = escape_at(self.text, at)?;
+        Some((n, n - c.len_utf8()))
     }
 
     /// Reads an object (after whitespace): `member` is called with each key (a key with
