@@ -28,8 +28,10 @@ pub fn preview_into(out: &mut String, s: &str, max: usize) -> bool {
 
 /// `preview` of the text a JSON string literal holds, made from the literal itself: the
 /// escapes are decoded as they are reached and nothing after the cut is read. `None`
-/// when the literal is not one (or holds an escape a parser refuses).
-pub fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
+/// when the literal is not one (or holds an escape a parser refuses). The renderer
+/// writes it into its line with [`preview_json_into`]; this form is the tests'.
+#[cfg(test)]
+fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
     let mut out = String::new();
     preview_json_into(&mut out, literal, max).map(|cut| (out, cut))
 }
