@@ -36,8 +36,10 @@ fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
     preview_json_into(&mut out, literal, max).map(|cut| (out, cut))
 }
 
-/// [`preview_json`] appended to `out`: whether it was cut, or `None` (and `out` as it
-/// was) when the literal is not one.
+/// The preview of the text a JSON string literal holds, made from the literal itself
+/// (escapes decoded as they are reached, nothing after the cut read), appended to
+/// `out`: whether it was cut, or `None` (and `out` as it was) when the literal is not
+/// one (or holds an escape a parser refuses).
 pub fn preview_json_into(out: &mut String, literal: &str, max: usize) -> Option<bool> {
     let start = out.len();
     let cut = write_preview_json(out, literal, max);
