@@ -31,7 +31,11 @@ impl Exit {
         ("0", "success, also when nothing needed compaction, and when stdout is closed early by a reader such as head"),
         ("1", "check found differences, or validate found violations"),
         ("2", "usage error, found before any input is read"),
-        ("3", "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message; 3 wins over 1)"),
+        (
+            "3",
+            "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message; \
+             3 wins over 1); a dataset whose input breaks off (a cut gzip stream) still gives the rows before the break",
+        ),
         ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
         (
             "128+N",

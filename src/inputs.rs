@@ -28,8 +28,9 @@ pub struct Input {
     broken: Mutex<Option<std::io::Error>>,
     /// Whether the path was reached through a symbolic link (its real path differs).
     pub linked: bool,
-    /// The input already opened to look at its head (read once: pipes cannot rewind).
-    opened: Mutex<Option<Opened>>,
+    /// The input already opened to look at its head (read once: pipes cannot rewind),
+    /// or why it could not be (stdin cannot be opened again to find out).
+    opened: Mutex<Option<Result<Opened>>>,
 }
 
 impl Input {
@@ -62,7 +63,7 @@ impl Input {
             return Err(Error::read(&self.path, e));
         }
         if let Some(o) = self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-            return Ok(o);
+            return o;
         }
         if self.is_stdin() {
             Opened::stdin()
@@ -82,13 +83,13 @@ impl Input {
         self.open()?.map_or_read_all()
     }
 
-    /// The dataset format this input's head shows, if it is a dataset; the opened input
-    /// is kept for the next [`Input::open`].
-    pub fn peek_dataset(&self) -> Result<Option<InputFormat>> {
-        let opened = self.open()?;
-        let format = crate::formats::dataset_format(&self.path, opened.head());
+    /// The dataset format this input's head shows, if it is a dataset; the opened input,
+    /// or the error that opening it gave, is kept for the next [`Input::open`].
+    pub fn peek_dataset(&self) -> Option<InputFormat> {
+        let opened = self.open();
+        let format = opened.as_ref().ok().and_then(|o| crate::formats::dataset_format(&self.path, o.head()));
         *self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(opened);
-        Ok(format)
+        format
     }
 }
 
@@ -270,7 +271,7 @@ impl<'a> Walk<'a> {
 /// The dataset format of a run (one transcript per line), or `None` for transcripts:
 /// OpenAI chat lines, or OpenHands evaluation outputs (`instance_id` and `history`).
 pub fn dataset_format(format: InputFormat, inputs: &[Input]) -> Option<InputFormat> {
-    let first = || inputs.first().and_then(|i| i.peek_dataset().ok()).flatten();
+    let first = || inputs.first().and_then(Input::peek_dataset);
     match format {
         InputFormat::Openai => Some(InputFormat::Openai),
         InputFormat::Openhands | InputFormat::Auto => first().filter(|f| format == InputFormat::Auto || *f == format),
@@ -291,7 +292,7 @@ pub fn batch_dataset_format(format: InputFormat, inputs: &[Input]) -> Result<Opt
     }
     let first = &inputs[0];
     for other in &inputs[1..] {
-        let theirs = other.peek_dataset().ok().flatten();
+        let theirs = other.peek_dataset();
         if theirs != found {
             let what = |f: Option<InputFormat>| f.map_or("a session".to_string(), |f| format!("a {f} dataset"));
             return Err(Error::Usage(format!(

@@ -113,6 +113,26 @@ impl Compression {
         }
     }
 
+    /// The compression or archive, not read, whose magic bytes start `head`: its name
+    /// and the command that unpacks it to stdout.
+    pub fn unread(head: &[u8]) -> Option<(&'static str, &'static str)> {
+        const KNOWN: [(&[u8], &str, &str); 4] = [
+            (b"\xfd7zXZ\x00", "xz-compressed", "xz -dc"),
+            (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -dc"),
+            (b"PK\x03\x04", "a zip archive", "unzip -p"),
+            (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z x -so"),
+        ];
+        // bzip2: `BZh`, the block size, then a block's magic or the end's (π, √π).
+        let bzip2 = head.len() >= 10
+            && head.starts_with(b"BZh")
+            && (b'1'..=b'9').contains(&head[3])
+            && matches!(&head[4..10], b"\x31\x41\x59\x26\x53\x59" | b"\x17\x72\x45\x38\x50\x90");
+        if bzip2 {
+            return Some(("bzip2-compressed", "bzip2 -dc"));
+        }
+        KNOWN.iter().find(|(magic, ..)| head.starts_with(magic)).map(|&(_, name, unpack)| (name, unpack))
+    }
+
     /// The file name suffixes of compressed inputs (a walk finds `x.jsonl.gz`).
     pub const SUFFIXES: [&'static str; 3] = ["gz", "zst", "zstd"];
 
@@ -168,7 +188,7 @@ impl Opened {
         let mut layers = 0;
         let head = loop {
             let mut head = Vec::with_capacity(SNIFF_BYTES);
-            (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::read(name, e))?;
+            (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| broken_after(name, &head, &e))?;
             let Some(compression) = Compression::of(&head) else { break head };
             // A compressed input is read through its decoder (known by its magic bytes,
             // whatever its name); the head is read again, decompressed. Layers are
@@ -188,6 +208,18 @@ impl Opened {
             compressed = compressed.or(Some(compression));
             size = None;
         };
+        if let Some((what, unpack)) = Compression::unread(&head) {
+            let shown =
+                if name == Path::new("-") { "FILE".into() } else { crate::ui::escape(&name.display().to_string()) };
+            return Err(Error::bad_line(
+                name,
+                1,
+                1,
+                format!(
+                    "this input is {what}, which is not read (gzip and zstd are): unpack it first, for example `{unpack} {shown}` piped in as `-`"
+                ),
+            ));
+        }
         let opened = Opened { head, rest, name: name.to_path_buf(), size, file: None, compressed };
         if opened.size.is_none() {
             opened.check_start()?;
@@ -246,7 +278,7 @@ impl Opened {
         buf.reserve(self.size.map_or(0, |s| (s as usize).saturating_sub(buf.len()) + 1));
         let room = limit.saturating_sub(buf.len() as u64);
         let mut rest = self.rest.take(room.saturating_add(1));
-        read_bounded(&mut rest, &mut buf, limit).map_err(|e| Error::read(&self.name, e))?;
+        read_bounded(&mut rest, &mut buf, limit).map_err(|e| broken_after(&self.name, &buf, &e))?;
         if buf.len() as u64 > limit {
             return Err(too_large(&self.name, limit));
         }
@@ -338,11 +370,33 @@ fn too_large(name: &Path, limit: u64) -> Error {
 }
 
 /// Reads one line (with its terminator) into `buf`, refusing a line longer than
-/// `limit` instead of growing without end. Returns the bytes read (0 at the end).
+/// `limit` instead of growing without end. Returns the bytes read (0 at the end). After
+/// a read error `buf` holds what was read of the line (see [`broken_at`]); after a line
+/// too long, nothing (the error is at its start).
 pub fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, limit: u64) -> io::Result<usize> {
     let n = r.take(limit.saturating_add(1)).read_until(b'\n', buf)?;
     if n as u64 > limit {
+        buf.clear();
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line longer than {limit} bytes")));
     }
     Ok(n)
+}
+
+/// The error of an input that could not be read past line `line`, of which `partial`
+/// was read: named where it broke off (a truncated gzip or zstd stream, a failing
+/// disk), at the character after the last one read (a character cut in two counts).
+pub fn broken_at(file: &Path, line: usize, partial: &[u8], e: &io::Error) -> Error {
+    let characters = partial.iter().filter(|&&b| !is_continuation(b)).count();
+    Error::bad_line(file, line, characters + 1, format!("cannot read: {e}"))
+}
+
+/// A byte that continues a UTF-8 character rather than starting one.
+fn is_continuation(b: u8) -> bool {
+    b & 0xc0 == 0x80
+}
+
+/// [`broken_at`] for an input read whole up to the error: `read` is all it gave.
+fn broken_after(file: &Path, read: &[u8], e: &io::Error) -> Error {
+    let start = memchr::memrchr(b'\n', read).map_or(0, |p| p + 1);
+    broken_at(file, 1 + memchr::memchr_iter(b'\n', &read[..start]).count(), &read[start..], e)
 }

@@ -89,7 +89,7 @@ pub(super) fn for_each_row(
     loop {
         raw.clear();
         let read = crate::source::read_line_bounded(&mut reader, &mut raw, limit)
-            .map_err(|e| Error::bad_line(&input.path, n + 1, 1, format!("cannot read: {e}")))?;
+            .map_err(|e| crate::source::broken_at(&input.path, n + 1, &raw, &e))?;
         if read == 0 {
             return Ok(n);
         }

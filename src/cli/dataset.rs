@@ -27,10 +27,10 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
     };
     let mut reporter = Reporter { progress: Progress::new(None), rejects };
     for input in inputs {
-        match stream_input(input, settings, out_dir, threads, w, &mut reporter) {
-            Ok(Some(counts)) => total.add(&counts),
+        match stream_input(input, settings, out_dir, threads, w, &mut reporter, &mut total) {
+            Ok(true) => {}
             // A reader that closed stdout early (`head`) is not an error.
-            Ok(None) => return Exit::Ok,
+            Ok(false) => return Exit::Ok,
             Err(e) => {
                 crate::ui::error(&e.to_string());
                 failed.push(e.exit());

@@ -171,7 +171,7 @@ pub enum BadLines {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Transcript files, directories, globs, or `-` for stdin
+    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too)
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
     /// Write each input's outputs into DIR/<name>/ (transcript.jsonl, decision.json, journal.jsonl, summary.md, reanchor.md)
@@ -233,7 +233,7 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Transcript files, directories, globs, or `-` for stdin
+    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too)
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
     /// Print the totals as JSON
@@ -280,7 +280,7 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Transcript files, directories, globs, or `-` for stdin
+    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too)
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
     /// Print the violations as a JSON array

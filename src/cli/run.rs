@@ -28,12 +28,13 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         return run_into(&args, &settings, &inputs, &mut w);
     };
     // `--out FILE`: what stdout would get, written aside and renamed when the run ends;
-    // a run that fails as a whole (bad input, a usage error) leaves no file.
+    // a run that fails as a whole (bad input, a usage error, a dataset whose input
+    // broke off) leaves no file.
     output::refuse_input(file, &inputs::real_paths(&inputs), "--out")?;
     let mut result = None;
     let written = output::write_output(file, |w| {
         let r = run_into(&args, &settings, &inputs, w);
-        let ok = r.is_ok();
+        let ok = r.as_ref().is_ok_and(|code| *code != Exit::BadInput);
         result = Some(r);
         if ok {
             Ok(())
@@ -42,6 +43,8 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         }
     });
     match result {
+        // Its error is already reported; the file was abandoned.
+        Some(Ok(Exit::BadInput)) => Ok(Exit::BadInput),
         Some(Ok(code)) => written.map(|()| code).map_err(|e| Error::write(file, e)),
         Some(Err(Error::Write { path, source })) if path == Path::new("<stdout>") => Err(Error::write(file, source)),
         Some(Err(e)) => Err(e),

@@ -18,27 +18,32 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
     crate::signals::install();
     let progress = io::stderr().is_terminal() && inputs.len() > 1;
     let dataset = inputs::batch_dataset_format(args.policy.input_format, &inputs)?;
+    // An input's stats, and the error that ended it (a dataset keeps the rows read
+    // before its input broke off, as `run` writes them).
     let one = |input: &Input| {
         if let Some(format) = dataset {
             return dataset_stats(input, &settings, format);
         }
-        process_input(input, &settings, |done| {
+        let read = process_input(input, &settings, |done| {
             let mut one = Stats::new();
             one.add(done);
             Ok(one)
-        })
+        });
+        match read {
+            Ok(one) => (one, None),
+            Err(e) => (Stats::new(), Some(e)),
+        }
     };
     let mut total = Stats::new();
     let mut unreadable = None;
     crate::batch::for_each(&inputs, super::common::jobs(args.jobs), progress, one, |_, r| {
-        match r {
-            Some(Ok(one)) => total.merge(one),
-            Some(Err(e)) => {
+        if let Some((one, error)) = r {
+            total.merge(one);
+            if let Some(e) = error {
                 total.failed += 1;
                 ui::error(&e.to_string());
                 unreadable = Some(e.exit());
             }
-            None => {}
         }
         true
     });
@@ -60,19 +65,24 @@ pub(super) fn stats(args: StatsArgs) -> Result<Exit> {
 }
 
 /// Stats over a dataset file, streamed: every line is a transcript; a bad line (invalid
-/// UTF-8 included, never replaced) is reported and counted as failed.
-fn dataset_stats(input: &Input, settings: &Settings, format: InputFormat) -> Result<Stats> {
+/// UTF-8 included, never replaced) is reported and counted as failed. An input that
+/// cannot be opened, or breaks off, gives its error beside the rows read before it.
+fn dataset_stats(input: &Input, settings: &Settings, format: InputFormat) -> (Stats, Option<Error>) {
     let mut s = settings.clone();
     s.input_format = format;
-    let mut reader = input.open()?.into_reader();
-    let limit = crate::source::max_input_bytes();
     let mut stats = Stats::new();
+    let mut reader = match input.open() {
+        Ok(opened) => opened.into_reader(),
+        Err(e) => return (stats, Some(e)),
+    };
+    let limit = crate::source::max_input_bytes();
     let mut line = Vec::new();
     for n in 1.. {
         line.clear();
-        let read = crate::source::read_line_bounded(&mut reader, &mut line, limit);
-        if read.map_err(|e| Error::bad_line(&input.path, n, 1, format!("cannot read: {e}")))? == 0 {
-            break;
+        match crate::source::read_line_bounded(&mut reader, &mut line, limit) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return (stats, Some(crate::source::broken_at(&input.path, n, &line, &e))),
         }
         let message = match crate::dataset::line_text(&line, n) {
             Ok(text) => crate::dataset::add_line_stats(text, &input.path, n, &s, &mut stats),
@@ -85,5 +95,5 @@ fn dataset_stats(input: &Input, settings: &Settings, format: InputFormat) -> Res
             ui::error(&m);
         }
     }
-    Ok(stats)
+    (stats, None)
 }

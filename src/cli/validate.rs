@@ -19,10 +19,15 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
         let dataset = inputs::dataset_format(args.input_format, std::slice::from_ref(input));
         if let Some(format) = dataset {
             match dataset_rows(input, format, args.line) {
-                Ok((found, rows)) => {
+                Ok((found, rows, broken)) => {
                     all.extend(found);
                     transcripts += rows;
                     rows_seen = true;
+                    // The rows read before the input broke off are reported with it.
+                    if let Some(e) = broken {
+                        unreadable = true;
+                        ui::error(&e.to_string());
+                    }
                 }
                 Err(e) => {
                     unreadable = true;
@@ -96,7 +101,13 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
 
 /// Every row of a dataset (or the one `--line` names), each validated in its canonical
 /// form; a violation is reported at the row's line, naming the message it is about.
-fn dataset_rows(input: &inputs::Input, format: InputFormat, only: Option<u64>) -> Result<(Vec<Violation>, usize)> {
+/// An input that cannot be opened, or breaks off, gives its error beside the rows read
+/// before it.
+fn dataset_rows(
+    input: &inputs::Input,
+    format: InputFormat,
+    only: Option<u64>,
+) -> Result<(Vec<Violation>, usize, Option<crate::error::Error>)> {
     let shown = input.path.display().to_string();
     let mut out = Vec::new();
     let mut found = false;
@@ -119,12 +130,16 @@ fn dataset_rows(input: &inputs::Input, format: InputFormat, only: Option<u64>) -
             }
         }
         Ok(())
-    })?;
+    });
+    let lines = match lines {
+        Ok(lines) => lines,
+        Err(e) => return Ok((out, rows, Some(e))),
+    };
     if let (Some(k), false) = (only, found) {
         return Err(crate::error::Error::bad_input(
             &input.path,
             format!("--line {k}: there is no row there ({lines} lines)"),
         ));
     }
-    Ok((out, rows))
+    Ok((out, rows, None))
 }

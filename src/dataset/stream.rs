@@ -52,8 +52,9 @@ pub trait Observer {
 impl Observer for () {}
 
 /// Streams one dataset file to `w`, or to `DIR/<name>/transcript.jsonl` (written
-/// atomically; abandoned when the input fails): its counts, or `None` when `w` was
-/// closed by its reader (`head`), which is not an error.
+/// atomically; abandoned when the input fails), and adds to `counts` the lines written
+/// (on `w`, those before an error too): `false` when `w` was closed by its reader
+/// (`head`), which is not an error.
 pub fn stream_input(
     input: &Input,
     settings: &Settings,
@@ -61,27 +62,25 @@ pub fn stream_input(
     threads: usize,
     w: &mut dyn Write,
     observer: &mut dyn Observer,
-) -> Result<Option<Counts>> {
+    counts: &mut Counts,
+) -> Result<bool> {
     let opened = input.open()?;
     let size = opened.size();
     let reader = opened.into_reader();
     let Some(out) = out_dir else {
-        let streamed = stream(reader, w, &input.path, settings, threads, size, observer)
-            .and_then(|c| w.flush().map(|()| c).map_err(Stop::Write));
+        let streamed = stream(reader, w, &input.path, settings, threads, size, observer, counts)
+            .and_then(|()| w.flush().map_err(Stop::Write));
         return match streamed {
-            Ok(c) => Ok(Some(c)),
-            Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(None),
+            Ok(()) => Ok(true),
+            Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
             Err(Stop::Write(e)) => Err(Error::stdout(e)),
             Err(Stop::Input(e)) => Err(e),
         };
     };
-    let (mut counts, mut input_error, mut reader) = (None, None, Some(reader));
+    let (mut these, mut input_error, mut reader) = (Counts::default(), None, Some(reader));
     let written = out.write_folder(&input.out_name, &["transcript.jsonl"], |_, w| {
-        match stream(reader.take().expect("one file"), w, &input.path, settings, threads, size, observer) {
-            Ok(c) => {
-                counts = Some(c);
-                Ok(())
-            }
+        match stream(reader.take().expect("one file"), w, &input.path, settings, threads, size, observer, &mut these) {
+            Ok(()) => Ok(()),
             Err(Stop::Write(e)) => Err(e),
             Err(Stop::Input(e)) => {
                 input_error = Some(e);
@@ -93,7 +92,8 @@ pub fn stream_input(
         return Err(e);
     }
     written?;
-    Ok(Some(counts.unwrap_or_default()))
+    counts.add(&these);
+    Ok(true)
 }
 
 /// Why streaming stopped: the output could not be written, or the input (or a user's
@@ -140,7 +140,8 @@ impl Block {
 /// under Spark or `xargs -P`, gets no helper threads competing for it). With more, each
 /// worker takes the next block from the input, compacts it on its own core (the bytes
 /// it read are still in its cache) and hands it to this thread, which writes blocks in
-/// the order read.
+/// the order read. The lines written are added to `counts` as they are written.
+#[allow(clippy::too_many_arguments)]
 pub fn stream(
     reader: impl BufRead + Send + 'static,
     w: &mut dyn Write,
@@ -149,8 +150,9 @@ pub fn stream(
     threads: usize,
     size: Option<u64>,
     observer: &mut dyn Observer,
-) -> std::result::Result<Counts, Stop> {
-    stream_blocks(reader, w, file, settings, threads, block_size(size, threads), size, observer)
+    counts: &mut Counts,
+) -> std::result::Result<(), Stop> {
+    stream_blocks(reader, w, file, settings, threads, block_size(size, threads), size, observer, counts)
 }
 
 /// [`stream`] in blocks of `block` bytes (the tests cut a small input in many).
@@ -164,20 +166,20 @@ fn stream_blocks(
     block: usize,
     size: Option<u64>,
     observer: &mut dyn Observer,
-) -> std::result::Result<Counts, Stop> {
+    counts: &mut Counts,
+) -> std::result::Result<(), Stop> {
     observer.start(size);
     let mut blocks = BlockReader::new(reader, file, block);
-    let mut counts = Counts::default();
     if threads == 1 {
         let (mut piece, mut spent) = (Piece::default(), Vec::new());
         while let Some(block) = blocks.next(std::mem::take(&mut spent)) {
             let block = block?;
             piece.fill(&block, file, settings);
-            write_block(&block, &piece, w, &mut counts, observer)?;
+            write_block(&block, &piece, w, counts, observer)?;
             spent = block.bytes;
         }
         observer.finish();
-        return Ok(counts);
+        return Ok(());
     }
     // A block's buffer and output come back here once written, to be filled again: so
     // many exist (memory is bounded, and touched once rather than per block).
@@ -208,9 +210,9 @@ fn stream_blocks(
             // A read error ends the stream after the blocks read before it are written.
             let Some((block, piece)) = compacted? else {
                 observer.finish();
-                return Ok(counts);
+                return Ok(());
             };
-            write_block(&block, &piece, w, &mut counts, observer)?;
+            write_block(&block, &piece, w, counts, observer)?;
             let _ = free_tx.send((block.bytes, piece));
         }
     }
@@ -452,6 +454,9 @@ struct BlockReader<R> {
     eof: bool,
     /// A line longer than the limit whose start was read: the rest is skipped next.
     skipping: Option<usize>,
+    /// A read error met after whole lines that still go out as a block: it is given
+    /// next, where the input broke.
+    broken: Option<Stop>,
 }
 
 impl<R: Read> BlockReader<R> {
@@ -466,6 +471,7 @@ impl<R: Read> BlockReader<R> {
             line_no: 1,
             eof: false,
             skipping: None,
+            broken: None,
         }
     }
 
@@ -476,6 +482,9 @@ impl<R: Read> BlockReader<R> {
         if buf.capacity() == 0 {
             // Room for a block at once (touched only as it fills), never moved by growth.
             buf.reserve_exact(self.block + MORE);
+        }
+        if let Some(stop) = self.broken.take() {
+            return Some(Err(stop));
         }
         if let Some(line) = self.skipping.take() {
             return Some(self.skip_line(buf, line));
@@ -511,22 +520,30 @@ impl<R: Read> BlockReader<R> {
                 if buf.len() < len + want {
                     buf.resize(len + want, 0);
                 }
-                match read_full(&mut self.reader, &mut buf[len..len + want]) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
+                let (n, failed) = read_full(&mut self.reader, &mut buf[len..len + want]);
+                if let Some(p) = memchr::memrchr(b'\n', &buf[len..len + n]) {
+                    last_end = Some(len + p + 1);
+                }
+                len += n;
+                if let Some(e) = failed {
+                    // The input broke (a truncated gzip stream, a failing disk): the whole
+                    // lines read before it still go out, then the error, named where the
+                    // input broke (the line it cut, and the byte of that line).
+                    self.eof = true;
+                    let whole = last_end.unwrap_or(0);
+                    let line = self.line_no + memchr::memchr_iter(b'\n', &buf[..whole]).count();
+                    let stop = Stop::Input(crate::source::broken_at(&self.file, line, &buf[whole..len], &e));
+                    if whole == 0 {
+                        return Some(Err(stop));
                     }
-                    Ok(n) => {
-                        if let Some(p) = memchr::memrchr(b'\n', &buf[len..len + n]) {
-                            last_end = Some(len + p + 1);
-                        }
-                        len += n;
-                    }
-                    Err(e) => {
-                        self.eof = true;
-                        let message = format!("cannot read: {e}");
-                        return Some(Err(Stop::Input(Error::bad_line(&self.file, self.line_no, 1, message))));
-                    }
+                    self.broken = Some(stop);
+                    let first_line = self.line_no;
+                    self.line_no = line;
+                    return Some(Ok(Block { bytes: buf, len: whole, first_line, oversized: false }));
+                }
+                if n == 0 {
+                    self.eof = true;
+                    break;
                 }
             }
             let cut = if self.eof { len } else { last_end.unwrap_or(len) };
@@ -573,18 +590,19 @@ impl<R: Read> BlockReader<R> {
     }
 }
 
-/// Reads until `buf` is full or the input ends; the number of bytes read.
-fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads until `buf` is full, the input ends or a read fails: the number of bytes read
+/// (those read before an error too), and the error.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match reader.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
 }
 
 /// The byte ranges of the lines of a block, terminators included.
@@ -717,9 +735,9 @@ mod tests {
         assert_eq!((want_counts.bad, want_counts.blank), (2, 1));
         for threads in [1, 2, 3] {
             for block in [1, 700, 5_000, 1 << 20] {
-                let (mut out, mut seen) = (Vec::new(), Seen::default());
+                let (mut out, mut seen, mut counts) = (Vec::new(), Seen::default(), Counts::default());
                 let reader = io::BufReader::new(io::Cursor::new(data.clone()));
-                let counts = stream_blocks(reader, &mut out, Path::new("d.jsonl"), &s, threads, block, None, &mut seen)
+                stream_blocks(reader, &mut out, Path::new("d.jsonl"), &s, threads, block, None, &mut seen, &mut counts)
                     .unwrap_or_else(|_| panic!("{threads} thread(s), blocks of {block}"));
                 assert!(out == want, "{threads} thread(s), blocks of {block}: the output differs");
                 assert_eq!(counts, want_counts, "{threads} thread(s), blocks of {block}");
@@ -751,18 +769,29 @@ mod tests {
         let (data, s) = (dataset(), settings());
         let cut = data.len() / 2;
         let whole_lines = data[..cut].iter().rposition(|&b| b == b'\n').unwrap() + 1;
-        for threads in [1, 3] {
-            let mut out = Vec::new();
+        // Blocks smaller than the lines read before the error, and one block holding them.
+        for (threads, block) in [(1, 900), (3, 900), (1, 1 << 20), (3, 1 << 20)] {
+            let (mut out, mut counts) = (Vec::new(), Counts::default());
             let reader = io::BufReader::new(Failing { data: io::Cursor::new(data.clone()), ok: cut as u64 });
-            let stop = stream_blocks(reader, &mut out, Path::new("d.jsonl"), &s, threads, 900, None, &mut ())
-                .expect_err("the read fails");
+            let stop =
+                stream_blocks(reader, &mut out, Path::new("d.jsonl"), &s, threads, block, None, &mut (), &mut counts)
+                    .expect_err("the read fails");
             let Stop::Input(e) = stop else { panic!("{stop:?}") };
-            let message = e.to_string();
-            assert!(message.starts_with("d.jsonl:") && message.contains("the disk went away"), "{message}");
-            // What was written is the lines before the error, as they come out alone.
-            let (want, _) = line_by_line(&data[..whole_lines], &s);
-            assert!(!out.is_empty() && out.ends_with(b"\n"), "{threads} thread(s): nothing, or a cut line, written");
-            assert!(want.starts_with(&out), "{threads} thread(s): a line was changed or reordered");
+            // Named where the input broke: the line it cut, at the byte after the last
+            // one read of it.
+            let line = 1 + memchr::memchr_iter(b'\n', &data[..whole_lines]).count();
+            let column = 1 + data[whole_lines..cut].iter().filter(|&&b| b & 0xc0 != 0x80).count();
+            assert_eq!(e.to_string(), format!("d.jsonl:{line}:{column}: cannot read: the disk went away"));
+            // What was written is every whole line before the error (none lost with the
+            // block it was read in), as they come out alone.
+            let (want, want_counts) = line_by_line(&data[..whole_lines], &s);
+            assert!(
+                out == want,
+                "{threads} thread(s), blocks of {block}: {} bytes written, {} expected",
+                out.len(),
+                want.len()
+            );
+            assert_eq!(counts, want_counts, "{threads} thread(s), blocks of {block}: the lines written are counted");
         }
     }
 }

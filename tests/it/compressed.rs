@@ -76,5 +76,159 @@ fn decompression_is_bounded_and_a_cut_stream_is_bad_input() {
     let (_d, cut) = crate::support::temp_file("cut.jsonl.gz", &bomb[..200]);
     let o = run(&["run", path_str(&cut)]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("cut.jsonl.gz: cannot read: "), "{}", stderr(&o));
+    let (line, column) = where_it_breaks(&bomb[..200]);
+    assert!(stderr(&o).contains(&format!("cut.jsonl.gz:{line}:{column}: cannot read: ")), "{}", stderr(&o));
+}
+
+/// The line and column where a cut gzip stream breaks off: the line it cuts, at the
+/// character after the last one it gives (columns count characters; one cut in two
+/// counts, by the byte that starts it).
+fn where_it_breaks(cut: &[u8]) -> (usize, usize) {
+    let got = decompressed_prefix(cut);
+    let start = got.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let characters = got[start..].iter().filter(|&&b| b & 0xc0 != 0x80).count();
+    (1 + memchr::memchr_iter(b'\n', &got[..start]).count(), characters + 1)
+}
+
+/// All that a cut gzip stream gives before its error.
+fn decompressed_prefix(cut: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut d = flate2::read::GzDecoder::new(cut);
+    let (mut got, mut chunk) = (Vec::new(), [0u8; 4096]);
+    loop {
+        match d.read(&mut chunk) {
+            Ok(0) => panic!("the stream is not cut"),
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(_) => return got,
+        }
+    }
+}
+
+/// A dataset of `rows` conversations whose text does not repeat (so its gzip stream is
+/// long enough to cut in the middle of a row).
+fn varied_dataset(rows: usize) -> Vec<u8> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut words = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Some words not ASCII: columns count characters, not bytes.
+                if x.is_multiple_of(4) {
+                    format!("é{:x}→", x % 100_000)
+                } else {
+                    format!("w{:x}", x % 100_000)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out = String::new();
+    for r in 0..rows {
+        let mut msgs = vec![
+            serde_json::json!({"role": "system", "content": "You are a coding agent."}),
+            serde_json::json!({"role": "user", "content": words(30)}),
+        ];
+        for t in 0..6 {
+            let id = format!("call_{r}_{t}");
+            let args = serde_json::json!({"command": words(4)}).to_string();
+            msgs.push(serde_json::json!({"role": "assistant", "content": words(10), "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "bash", "arguments": args}}]}));
+            msgs.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": words(60)}));
+        }
+        out.push_str(&serde_json::json!({"messages": msgs}).to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn a_dataset_cut_short_gives_every_row_before_the_break_and_names_where_it_broke() {
+    let data = varied_dataset(120);
+    let packed = gzip(&data);
+    let cut = &packed[..packed.len() / 2];
+    let (line, column) = where_it_breaks(cut);
+    let rows = line - 1;
+    assert!(rows > 20 && column > 1, "the cut falls inside a row after many: line {line}, column {column}");
+    let whole_rows: usize = data.split_inclusive(|&b| b == b'\n').take(rows).map(<[u8]>::len).sum();
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, broken) = (dir.path().join("rows.jsonl"), dir.path().join("cut.jsonl.gz"));
+    std::fs::write(&plain, &data[..whole_rows]).unwrap();
+    std::fs::write(&broken, cut).unwrap();
+    let budget = ["--max-total-tokens", "600"];
+    let expected = run(&[&["run", path_str(&plain)][..], &budget].concat());
+    assert!(expected.status.success(), "{}", stderr(&expected));
+    assert!(stderr(&expected).contains(&format!("{rows} row(s): ")), "{}", stderr(&expected));
+
+    // From the file and from stdin, with one job and two: the rows before the break come
+    // out as they do alone (none lost with the block they were read in), then the error.
+    for jobs in ["1", "2"] {
+        for (name, o) in [
+            ("cut.jsonl.gz", run(&[&["run", path_str(&broken), "--jobs", jobs][..], &budget].concat())),
+            ("-", cmd().args([&["run", "-", "--jobs", jobs][..], &budget].concat()).write_stdin(cut).output().unwrap()),
+        ] {
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(3), "{name}, --jobs {jobs}: {err}");
+            assert!(o.stdout == expected.stdout, "{name}, --jobs {jobs}: not the rows before the break: {err}");
+            assert!(err.contains(&format!("{name}:{line}:{column}: cannot read: ")), "{name}: {err}");
+            assert!(err.contains(&format!("{rows} row(s): ")), "{name}: the rows written are counted: {err}");
+        }
+    }
+
+    // `--out` is atomic: a run whose input broke off leaves no file.
+    let out = dir.path().join("out.jsonl");
+    let o = run(&[&["run", path_str(&broken), "--out", path_str(&out)][..], &budget].concat());
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(!out.exists(), "a failed run left {}", out.display());
+
+    // `validate` and `stats` count the same rows, and report the same break.
+    let o = run(&["validate", path_str(&broken)]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stdout(&o), format!("0 violation(s) in {rows} row(s)\n"));
+    assert!(stderr(&o).contains(&format!("cut.jsonl.gz:{line}:{column}: cannot read: ")), "{}", stderr(&o));
+    let o = run(&["stats", path_str(&broken), "--json"]);
+    assert_eq!(o.status.code(), Some(3));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((s["transcripts"].as_u64(), s["failed"].as_u64()), (Some(rows as u64), Some(1)), "{s}");
+}
+
+#[test]
+fn a_cut_stream_on_stdin_is_bad_input_not_an_empty_transcript() {
+    let packed = gzip(std::fs::read(root().join(CASE)).unwrap().as_slice());
+    for n in [2, 10, 40] {
+        let o = cmd().args(["run", "-"]).write_stdin(&packed[..n]).output().unwrap();
+        assert_eq!(o.status.code(), Some(3), "{n} bytes: {}", stderr(&o));
+        assert!(stderr(&o).contains("-:1:") && stderr(&o).contains(": cannot read: "), "{n} bytes: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{n} bytes");
+    }
+}
+
+#[test]
+fn a_compression_that_is_not_read_is_named_with_how_to_unpack_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first bytes of real streams: the magic, then what follows it.
+    let heads: [(&str, &[u8], &str); 4] = [
+        ("a.jsonl.xz", b"\xfd7zXZ\x00\x00\x04\xe6\xd6\xb4\x46", "xz-compressed, which is not read"),
+        ("b.jsonl.bz2", b"BZh91AY&SY\x8e\x1d\x7a\x5b", "bzip2-compressed, which is not read"),
+        ("c.zip", b"PK\x03\x04\x14\x00\x00\x00", "a zip archive, which is not read"),
+        ("d.jsonl", b"\x04\x22\x4d\x18\x64\x40\xa7", "lz4-compressed, which is not read"),
+    ];
+    for (name, head, says) in heads {
+        let path = dir.path().join(name);
+        std::fs::write(&path, head).unwrap();
+        for args in [vec!["run", path_str(&path)], vec!["run", path_str(&path), "--input-format", "openai"]] {
+            let o = run(&args);
+            assert_eq!(o.status.code(), Some(3), "{args:?}");
+            let err = stderr(&o);
+            let shown = path.display();
+            assert!(err.contains(&format!("{shown}:1:1: this input is {says} (gzip and zstd are)")), "{args:?}: {err}");
+            assert!(err.contains(&format!(" {shown}` piped in as `-`")), "{args:?}: {err}");
+        }
+    }
+    // Text that merely starts as bzip2 does is not taken for it.
+    let (_d, path) = crate::support::temp_file("t.jsonl", b"BZh9 is not a stream\n");
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(!stderr(&o).contains("bzip2"), "{}", stderr(&o));
 }
