@@ -154,8 +154,8 @@ pub fn check(
     parse_args: &dyn Fn(&[String]) -> Result<CaseSettings>,
     w: &mut dyn Write,
 ) -> Result<Exit> {
-    let all = find_cases(dir)?;
     let real_dir = std::fs::canonicalize(dir).map_err(|e| Error::read(dir, e))?;
+    let all = find_cases(dir, &real_dir)?;
     if all.is_empty() {
         return Err(Error::bad_input(
             dir,
@@ -311,6 +311,12 @@ impl Case<'_> {
         parse_args: &dyn Fn(&[String]) -> Result<CaseSettings>,
         allow_commands: bool,
     ) -> Result<(Kind, Outputs)> {
+        if !inside(self.dir, self.real_dir) {
+            return Err(Error::bad_input(
+                self.dir,
+                "the case folder is a symbolic link out of the checked folder: nothing in it is read",
+            ));
+        }
         let (replay, args) = self.flags()?;
         let args_file = self.dir.join("args");
         let case = parse_args(&args).map_err(|e| self.locate(&args_file, &args, parse_args, e))?;
@@ -482,8 +488,9 @@ fn exists(path: &Path) -> bool {
 
 /// Reads a file of an untrusted folder: a regular file inside `real_dir` (a link only
 /// to one), at most `limit` bytes; `None` when it is not there. A FIFO, a device, a
-/// folder or a link out of DIR is an error, never read (a FIFO would block, a link to
-/// /dev/zero would fill memory).
+/// folder or a path out of DIR (absolute, through `..`, or through a link, its own or
+/// a folder's on the way) is an error, never read (a FIFO would block, a link to
+/// /dev/zero would fill memory, a path to ~/.ssh would leak).
 fn read_bounded(path: &Path, real_dir: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
     let meta = match std::fs::symlink_metadata(path) {
@@ -491,11 +498,10 @@ fn read_bounded(path: &Path, real_dir: &Path, limit: u64) -> Result<Option<Vec<u
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::read(path, e)),
     };
-    if meta.file_type().is_symlink() {
-        let real = std::fs::canonicalize(path).map_err(|e| Error::read(path, e))?;
-        if !real.starts_with(real_dir) {
-            return Err(Error::bad_input(path, "a link out of the checked folder: a case file must be inside it"));
-        }
+    let real = std::fs::canonicalize(path).map_err(|e| Error::read(path, e))?;
+    if !real.starts_with(real_dir) {
+        let how = if meta.file_type().is_symlink() { "a link" } else { "a path" };
+        return Err(Error::bad_input(path, format!("{how} out of the checked folder: a case file must be inside it")));
     }
     let target = std::fs::metadata(path).map_err(|e| Error::read(path, e))?;
     if !target.is_file() {
@@ -783,16 +789,22 @@ fn write_junit(w: &mut dyn Write, dir: &Path, reports: &[CaseReport]) {
     let _ = writeln!(w, "  </testsuite>\n</testsuites>");
 }
 
+/// Whether a folder is inside DIR, whose real path is `real_dir` (links resolved).
+fn inside(folder: &Path, real_dir: &Path) -> bool {
+    std::fs::canonicalize(folder).is_ok_and(|r| r.starts_with(real_dir))
+}
+
 /// Text as XML character data or an attribute value (a diff keeps its lines).
 fn xml(s: &str) -> String {
     crate::ui::xml(s, true)
 }
 
-/// Every case folder below `dir` (and `dir` itself), sorted: a folder holding an input,
-/// `args`, `config.json`, an expected output or a pending one (so a folder that lost its
-/// input is an error, never a silent skip). A folder reached twice (a symbolic link
-/// loop) is walked once, with a warning.
-fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Every case folder below `dir` (and `dir` itself, whose real path is `real_dir`),
+/// sorted: a folder holding an input, `args`, `config.json`, an expected output or a
+/// pending one (so a folder that lost its input is an error, never a silent skip). A
+/// folder reached twice (a symbolic link loop) is walked once, with a warning; a link to
+/// a folder out of DIR is a case that fails, never walked.
+fn find_cases(dir: &Path, real_dir: &Path) -> Result<Vec<PathBuf>> {
     use std::os::unix::fs::MetadataExt;
     let outputs = output_names();
     let mut out = Vec::new();
@@ -819,7 +831,16 @@ fn find_cases(dir: &Path) -> Result<Vec<PathBuf>> {
         if is_case {
             out.push(d.clone());
         }
-        let mut subdirs: Vec<PathBuf> = entries.iter().map(std::fs::DirEntry::path).filter(|p| p.is_dir()).collect();
+        let mut subdirs = Vec::new();
+        for p in entries.iter().map(std::fs::DirEntry::path).filter(|p| p.is_dir()) {
+            // A link to a folder out of DIR is not walked: it stands as one case, which
+            // fails (a case folder is untrusted; its links may point anywhere, even /).
+            if inside(&p, real_dir) {
+                subdirs.push(p);
+            } else {
+                out.push(p);
+            }
+        }
         subdirs.sort();
         stack.extend(subdirs.into_iter().rev());
     }

@@ -373,3 +373,45 @@ fn an_args_comment_after_a_flag_is_a_comment_and_names_stay_inert() {
         assert!(!out.lines().any(|l| l.starts_with("::error file=README.md")), "{format}: {out}");
     }
 }
+
+#[test]
+fn a_case_reads_nothing_out_of_the_checked_folder_whatever_the_path() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    // Outside DIR: a valid config, and a valid case that would pass.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("config.json"), "{}\n").unwrap();
+    copy_dir(&dir.path().join("fallback-applied"), &outside.path().join("stray"));
+    let case = dir.path().join("fallback-applied");
+    std::os::unix::fs::symlink(outside.path(), case.join("elsewhere")).unwrap();
+    let absolute = outside.path().join("config.json");
+    let up = format!("../../{}/config.json", outside.path().file_name().unwrap().to_str().unwrap());
+    for (how, config) in
+        [("absolute", path_str(&absolute)), ("through ..", &up[..]), ("through a link", "elsewhere/config.json")]
+    {
+        std::fs::write(case.join("args"), format!("--config {config}\n")).unwrap();
+        let o = run(&["check", d, "fallback-applied"]);
+        assert_eq!(o.status.code(), Some(3), "{how}: {}", stdout(&o));
+        assert!(
+            stdout(&o).contains("a path out of the checked folder: a case file must be inside it"),
+            "{how}: {}",
+            stdout(&o)
+        );
+    }
+    // The walk does not follow the link out: it is one case that fails, and the stray
+    // case behind it is neither run nor written.
+    std::fs::remove_file(case.join("args")).unwrap();
+    for bless in [false, true] {
+        let o = if bless { run(&["check", "--bless", d]) } else { run(&["check", d]) };
+        assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+        assert!(!stdout(&o).contains("stray"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("fallback-applied/elsewhere: error:")
+                && stdout(&o).contains("the case folder is a symbolic link out of the checked folder"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    let stray: Vec<_> = std::fs::read_dir(outside.path().join("stray")).unwrap().collect();
+    assert_eq!(stray.len(), std::fs::read_dir(case.as_path()).unwrap().count() - 1, "a file was written outside DIR");
+}
