@@ -135,8 +135,12 @@ fn temp_file_in(
     dir: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<Tracked<tempfile::NamedTempFile>> {
-    let mut tmp =
-        tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").permissions(mode(0o666)).tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".rivumi-")
+        .suffix(".tmp")
+        .permissions(mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| beside(dir, "file", e))?;
     let tracked = signals::track(tmp.path());
     {
         let mut buf = io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
@@ -144,6 +148,16 @@ fn temp_file_in(
         buf.flush()?;
     }
     Ok(Tracked { value: tmp, _guard: tracked })
+}
+
+/// The error of a temporary file or folder that could not be made in `dir`: said as
+/// such, without the random name it would have had.
+fn beside(dir: &Path, what: &str, e: io::Error) -> io::Error {
+    // tempfile says `<cause> at path "<dir>/.rivumi-XXXXXX.tmp"`: the cause is kept.
+    let said = e.to_string();
+    let cause = said.split(" at path ").next().unwrap_or(&said);
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    io::Error::new(e.kind(), format!("cannot make a temporary {what} in {} to write it: {cause}", dir.display()))
 }
 
 /// A temporary file or folder and its registration for removal on a hard stop.
@@ -176,6 +190,10 @@ pub struct OutDir {
 impl OutDir {
     /// Creates the folder if needed. `inputs` are the real paths of the inputs.
     pub fn create(dir: &Path, inputs: HashSet<PathBuf>) -> Result<OutDir, Error> {
+        if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            let e = io::Error::new(io::ErrorKind::AlreadyExists, "it exists and is not a folder");
+            return Err(Error::write(dir, e));
+        }
         std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
         let real = std::fs::canonicalize(dir).map_err(|e| Error::write(dir, e))?;
         Ok(OutDir { given: dir.to_path_buf(), real, inputs, parents: std::sync::Mutex::default() })
@@ -250,7 +268,12 @@ fn new_folder(
     files: &[&str],
     write: &mut dyn FnMut(&str, &mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let tmp = tempfile::Builder::new().prefix(".rivumi-").suffix(".tmp").permissions(mode(0o777)).tempdir_in(parent)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".rivumi-")
+        .suffix(".tmp")
+        .permissions(mode(0o777))
+        .tempdir_in(parent)
+        .map_err(|e| beside(parent, "folder", e))?;
     let _guard = signals::track(tmp.path());
     for f in files {
         let mut file = io::BufWriter::with_capacity(1 << 20, std::fs::File::create(tmp.path().join(f))?);

@@ -154,3 +154,21 @@ fn imported_formats_keep_file_line_column_errors() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("broken.traj:4:1: truncated record"), "{}", stderr(&o));
 }
+
+#[test]
+fn an_output_that_cannot_be_made_says_why_without_a_temporary_name() {
+    let input = "testdata/cases/fallback-applied/input.jsonl";
+    // /proc/self takes no new file, whoever runs the tests (root included).
+    for args in [vec!["run", input, "--out", "/proc/self/x.jsonl"], vec!["replay", input, "--svg", "/proc/self/x.svg"]]
+    {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(4), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains(": cannot write: cannot make a temporary file in /proc/self to write it: "), "{err}");
+        assert!(!err.contains(".rivumi-"), "the temporary name is noise: {err}");
+    }
+    let (_d, file) = temp_file("a-file", b"");
+    let o = run(&["run", input, "--out-dir", path_str(&file)]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr(&o).contains("a-file: cannot write: it exists and is not a folder"), "{}", stderr(&o));
+}
