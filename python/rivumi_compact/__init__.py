@@ -58,10 +58,14 @@ def compact(messages: List[Dict[str, Any]], config: Optional[Dict[str, Any]] = N
     Returns ``{"messages": [...], "decision": {...}}``: the messages as the dataset mode
     of the command line writes them (kept messages unchanged, injected ones as user
     messages named ``rivumi-<kind>``) and the decision (``action``, ``used``, ``limit``,
-    ``reasons``, ...). A conversation the engine cannot read raises ``ValueError``.
+    ``reasons``, ...). A conversation the engine cannot read raises ``ValueError`` (a
+    float NaN or infinity too); ``messages`` that is not a list raises ``TypeError``.
     """
+    if isinstance(messages, (str, bytes, bytearray, dict)):
+        raise TypeError(f"messages is a list of chat messages (dicts), not a {type(messages).__name__}")
     cfg, profile, _ = _config(config, keys)
-    out, decision = _native.compact(json.dumps(messages, ensure_ascii=False), cfg, profile)
+    # NaN and infinities are not JSON: refused here, by name, rather than as a bad value.
+    out, decision = _native.compact(json.dumps(messages, ensure_ascii=False, allow_nan=False), cfg, profile)
     return {"messages": json.loads(out), "decision": json.loads(decision)}
 
 
@@ -83,6 +87,9 @@ def compact_lines(
     """
     if on_bad not in ("keep", "skip", "raise"):
         raise ValueError(f"on_bad is keep, skip or raise, not {on_bad!r}")
+    if isinstance(lines, (str, bytes, bytearray)):
+        # Iterated, one line would be taken for a line per character.
+        raise TypeError(f"lines is a list (or iterable) of lines, not one {type(lines).__name__}: pass [line]")
     cfg, profile, input_format = _config(config, keys)
     out, bad = _native.compact_lines(list(lines), cfg, profile, input_format)
     if bad and on_bad == "raise":

@@ -3,7 +3,7 @@
 //! (`rivumi_compact/__init__.py`) turns keyword arguments into a configuration and
 //! Python objects into the JSON the engine reads.
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyString};
@@ -115,11 +115,14 @@ fn compact_lines<'py>(
         s.input_format = InputFormat::Openai;
     }
     let mut owned = Vec::with_capacity(lines.len());
-    for l in &lines {
+    for (i, l) in lines.iter().enumerate() {
         owned.push(if let Ok(b) = l.extract::<PyBackedBytes>() {
             Line::Bytes(b)
         } else {
-            Line::Str(l.extract::<PyBackedStr>().map_err(|_| PyValueError::new_err("a line is a str or bytes"))?)
+            Line::Str(l.extract::<PyBackedStr>().map_err(|_| {
+                let kind = l.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string());
+                PyTypeError::new_err(format!("line {} is a {kind}, not a str or bytes", i + 1))
+            })?)
         });
     }
     let mut pieces = Vec::new();

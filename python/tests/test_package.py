@@ -106,6 +106,24 @@ def test_bad_lines_are_kept_skipped_or_raised():
     assert e.value.index == 1 and "<lines>:2:2" in e.value.message
 
 
+def test_lines_of_the_wrong_type_are_a_type_error_naming_the_line():
+    line = rows(1)[0]
+    for one in (line, line.encode()):
+        with pytest.raises(TypeError, match="not one (str|bytes): pass \\[line\\]"):
+            rc.compact_lines(one)
+    with pytest.raises(TypeError, match="line 2 is a NoneType, not a str or bytes"):
+        rc.compact_lines([line, None])
+    with pytest.raises(TypeError, match="line 1 is a int"):
+        rc.compact_lines([7])
+    assert rc.compact_lines(iter([line])) == [line], "any iterable of lines"
+    messages = json.loads(line)["messages"]
+    for wrong in (line, {"messages": messages}):
+        with pytest.raises(TypeError, match="messages is a list of chat messages"):
+            rc.compact(wrong)
+    with pytest.raises(ValueError, match="JSON"):
+        rc.compact(messages + [{"role": "user", "content": float("nan")}])
+
+
 def test_compact_one_conversation_returns_messages_and_decision():
     messages = json.loads(rows(7)[6])["messages"]
     out = rc.compact(messages, task__max_total_tokens=3000)
