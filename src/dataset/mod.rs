@@ -225,16 +225,9 @@ fn canonical_decided(
     if text.trim().is_empty() {
         return Ok(LineOutcome::Unchanged);
     }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            let (column, msg) = crate::error::serde_position(&e, text);
-            return Ok(LineOutcome::Bad(format!("{}:{line_no}:{column}: {msg}", file.display())));
-        }
-    };
-    let canonical = match canonical_line(&value, settings.input_format) {
-        Ok(c) => c,
-        Err(m) => return Ok(LineOutcome::Bad(format!("{}:{line_no}:1: {m}", file.display()))),
+    let (value, canonical) = match parsed_row(text, settings.input_format) {
+        Ok(row) => row,
+        Err((column, m)) => return Ok(LineOutcome::Bad(format!("{}:{line_no}:{column}: {m}", file.display()))),
     };
     let name = Path::new("line");
     let done = match engine::process(&canonical, name, settings) {
@@ -270,8 +263,15 @@ fn outcome(done: &Processed<'_>, file: &Path, line_no: usize) -> Option<LineOutc
 /// The canonical form of one dataset row (a line without its terminator), or where and
 /// why it cannot be read: (column, message).
 pub fn row_canonical(text: &str, format: InputFormat) -> std::result::Result<Vec<u8>, (usize, String)> {
+    parsed_row(text, format).map(|(_, canonical)| canonical)
+}
+
+/// A dataset row parsed, and its canonical form; or where and why it cannot be read:
+/// (column, message). Every reader of rows (run, validate, stats) words it so.
+fn parsed_row(text: &str, format: InputFormat) -> std::result::Result<(Value, Vec<u8>), (usize, String)> {
     let value: Value = serde_json::from_str(text).map_err(|e| crate::error::serde_position(&e, text))?;
-    canonical_line(&value, format).map_err(|m| (1, m))
+    let canonical = canonical_line(&value, format).map_err(|m| (1, m))?;
+    Ok((value, canonical))
 }
 
 /// The canonical form of one dataset line of either dataset format.
@@ -367,18 +367,16 @@ pub fn add_line_stats(
             };
         }
     }
-    let result = serde_json::from_str::<Value>(text)
-        .map_err(|e| e.to_string())
-        .and_then(|v| canonical_line(&v, settings.input_format))
-        .and_then(|canonical| {
-            let done = engine::process(&canonical, Path::new("line"), settings).map_err(|e| e.to_string())?;
+    // Worded as `run` words the same line.
+    let result = parsed_row(text, settings.input_format)
+        .map_err(|(column, m)| format!("{}:{line_no}:{column}: {m}", file.display()))
+        .and_then(|(_, canonical)| {
+            let done = engine::process(&canonical, Path::new("line"), settings)
+                .map_err(|e| format!("{}:{line_no}: {e}", file.display()))?;
             stats.add(&done);
             Ok(())
         });
-    result.err().map(|m| {
-        stats.failed += 1;
-        format!("{}:{line_no}: {m}", file.display())
-    })
+    result.err().inspect(|_| stats.failed += 1)
 }
 
 /// The two readings of an OpenAI line side by side, for the tests that hold them equal:

@@ -449,3 +449,31 @@ fn a_line_the_parser_refuses_is_bad_in_run_as_in_validate() {
         assert_eq!(stdout(&o), format!("{line}\n"), "echoed as it was");
     }
 }
+
+/// `run` and `stats` read the same rows and word a bad one the same way (file, line and
+/// column, then why), whichever reader refused it: the scanner, the parser (a nesting
+/// too deep), or the mapping to canonical records.
+#[test]
+fn run_and_stats_word_a_bad_row_alike() {
+    let deep = format!(r#"{{"messages":[{{"role":"user","content":{}{}}}]}}"#, "[".repeat(300), "]".repeat(300));
+    let rows = [
+        r#"{"messages":[{"role":"user","content":"fine"},{"role":"assistant","content":"ok"}]}"#,
+        r#"{"messages":[}"#,
+        r#"{"messages":3}"#,
+        &deep,
+        r#"{"messages":[{"role":"user","content":"caf\u00e9 \x"}]}"#,
+    ];
+    let data = rows.join("\n") + "\n";
+    let errors = |o: &std::process::Output| -> Vec<String> {
+        stderr(o).lines().filter(|l| l.contains("error: -:")).map(str::to_string).collect()
+    };
+    let r = cmd().args(["run", "-"]).write_stdin(data.clone()).output().unwrap();
+    let s = cmd().args(["stats", "-"]).write_stdin(data).output().unwrap();
+    assert_eq!(errors(&r).len(), 4, "{}", stderr(&r));
+    assert!(
+        errors(&r).iter().all(|e| e.split(':').nth(4).is_some_and(|c| c.parse::<usize>().is_ok())),
+        "{:?}",
+        errors(&r)
+    );
+    assert_eq!(errors(&s), errors(&r), "stats words the bad rows as run does");
+}
