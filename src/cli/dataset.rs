@@ -10,21 +10,43 @@ use crate::output::OutDir;
 use std::io::{self, IsTerminal, Write};
 
 /// Runs dataset mode over the inputs: stdout for one input, else `DIR/<name>/transcript.jsonl`.
+/// `--rejects FILE` is written as `--out` is: atomically, and not at all when the run
+/// fails as a whole (exit 3).
 pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize, w: &mut dyn Write) -> Exit {
     crate::signals::install();
+    let Some(path) = &settings.rejects else {
+        return run_with(inputs, settings, out_dir, jobs, w, None);
+    };
+    let mut code = None;
+    let written = crate::output::write_output(path, |r| {
+        let c = run_with(inputs, settings, out_dir, jobs, w, Some(r));
+        code = Some(c);
+        if c == Exit::BadInput {
+            return Err(io::Error::other("not written")); // abandons the temporary file
+        }
+        Ok(())
+    });
+    match (code, written) {
+        (Some(c), Ok(())) | (Some(c @ Exit::BadInput), _) => c,
+        (_, Err(e)) => {
+            crate::ui::error(&Error::write(path, e).to_string());
+            Exit::Failed
+        }
+        (None, Ok(())) => unreachable!("the rejects were written by the run"),
+    }
+}
+
+fn run_with(
+    inputs: &[Input],
+    settings: &Settings,
+    out_dir: Option<&OutDir>,
+    jobs: usize,
+    w: &mut dyn Write,
+    rejects: Option<&mut dyn Write>,
+) -> Exit {
     let threads = jobs.max(1);
     let mut total = Counts::default();
     let mut failed = Vec::new();
-    let rejects = match &settings.rejects {
-        None => None,
-        Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Some(io::BufWriter::new(f)),
-            Err(e) => {
-                crate::ui::error(&Error::write(path, e).to_string());
-                return Exit::Failed;
-            }
-        },
-    };
     let mut reporter = Reporter { progress: Progress::new(None), rejects };
     for input in inputs {
         match stream_input(input, settings, out_dir, threads, w, &mut reporter, &mut total) {
@@ -64,12 +86,12 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
 
 /// What the command line does as a stream goes: the bar, and each bad line on stderr
 /// and, with `--rejects FILE`, as one JSON object a line (its number, error and text).
-struct Reporter {
+struct Reporter<'r> {
     progress: Progress,
-    rejects: Option<io::BufWriter<std::fs::File>>,
+    rejects: Option<&'r mut dyn Write>,
 }
 
-impl Observer for Reporter {
+impl Observer for Reporter<'_> {
     fn start(&mut self, size: Option<u64>) {
         self.progress = Progress::new(size);
     }

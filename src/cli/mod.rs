@@ -197,7 +197,7 @@ pub struct RunArgs {
     /// so lines stay matched) or skip (leave it out)
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = BadLines::Keep)]
     pub bad_lines: BadLines,
-    /// Dataset mode: also write each bad line to FILE (JSON Lines: line, error, text)
+    /// Dataset mode: also write each bad line to FILE (JSON Lines: line, error, text; written as --out is, atomically)
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
     /// Files, dataset lines or the pieces of one large transcript processed in parallel (0: one per core; 1: one thread reads, compacts and writes)

@@ -21,6 +21,12 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
     if let Some(r) = &args.rejects {
         output::refuse_input(r, &inputs::real_paths(&inputs), "--rejects")?;
+        if args.out.as_deref().is_some_and(|o| output::same_file(o, r)) {
+            return Err(Error::Usage(format!(
+                "--rejects and --out name the same file ({}): one would replace the other",
+                crate::ui::escape(&r.display().to_string())
+            )));
+        }
     }
     let Some(file) = &args.out else {
         let stdout = io::stdout();

@@ -116,6 +116,19 @@ pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
     buf.flush()
 }
 
+/// Whether two output paths name one file, whether or not it exists yet: their
+/// folders resolved (links followed), their names compared; a link is followed too.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let resolved = |p: &Path| -> Option<PathBuf> {
+        if let Ok(real) = std::fs::canonicalize(p) {
+            return Some(real);
+        }
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+    };
+    matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// Refuses an output path (named by `flag`) that is one of the inputs (`real`: the
 /// inputs' resolved paths), as `>` onto its own input would lose it.
 pub fn refuse_input<S: std::hash::BuildHasher>(

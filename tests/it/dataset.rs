@@ -477,3 +477,36 @@ fn run_and_stats_word_a_bad_row_alike() {
     );
     assert_eq!(errors(&s), errors(&r), "stats words the bad rows as run does");
 }
+
+/// `--rejects FILE` is an output like `--out`: written atomically, left as it was when
+/// the run fails as a whole, and never the same file as `--out`.
+#[test]
+fn the_rejects_file_is_written_as_out_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("rejects.jsonl");
+    std::fs::write(&rejects, "earlier\n").unwrap();
+    // An input that cannot be read at all (a cut gzip stream): exit 3, nothing replaced.
+    let cut = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xab];
+    let (_d, broken) = crate::support::temp_file("broken.jsonl.gz", &cut);
+    let o = run(&["run", path_str(&broken), "--input-format", "openai", "--rejects", path_str(&rejects)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "earlier\n", "a failed run replaced the rejects");
+    // A run with a bad line replaces it whole.
+    let o = cmd()
+        .args(["run", "-", "--rejects", path_str(&rejects)])
+        .write_stdin("{\"messages\":[}\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    assert!(text.starts_with(r#"{"line":1,"error":"-:1:14: expected value""#) && text.lines().count() == 1, "{text}");
+    let leftovers: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    assert_eq!(leftovers, ["rejects.jsonl"], "no temporary file is left");
+    // The same file as --out, by another spelling: a usage error before anything is read.
+    let out = dir.path().join(".").join("rejects.jsonl");
+    let o = run(&["run", DATA, "--out", path_str(&out), "--rejects", path_str(&rejects)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--rejects and --out name the same file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), text);
+}
