@@ -18,6 +18,12 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     let input = single_input(&args.input, args.policy.input_format)?;
     if let Some(path) = &args.svg {
         output::refuse_input(path, &crate::inputs::real_paths(std::slice::from_ref(&input)), "--svg")?;
+        if args.out_dir.as_deref().is_some_and(|dir| output::same_file(dir, path)) {
+            return Err(Error::Usage(format!(
+                "--svg and --out-dir name the same path ({}): the picture goes beside the folder, or in it",
+                crate::ui::escape(&path.display().to_string())
+            )));
+        }
     }
     let canonical = crate::engine::load(&input, settings.input_format)?;
     canonical.warnings.iter().for_each(|w| crate::ui::warn(w));

@@ -310,3 +310,21 @@ fn replay_finds_the_compaction_run_itself_wrote() {
     assert_eq!(recorded.len(), 1, "the reminder and the re-anchor are one compaction: {rows:?}");
     assert_eq!((summary["recorded_auto"].as_u64(), summary["predicted_within_one_call"].as_u64()), (Some(1), Some(1)));
 }
+
+#[test]
+fn svg_and_out_dir_naming_one_path_is_a_usage_error_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("firings");
+    let same = dir.path().join(".").join("firings");
+    let o = run(&[
+        "replay",
+        "testdata/cases/fallback-applied/input.jsonl",
+        "--out-dir",
+        path_str(&out),
+        "--svg",
+        path_str(&same),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--svg and --out-dir name the same path"), "{}", stderr(&o));
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "something was written");
+}
