@@ -65,6 +65,11 @@ struct State {
     previous_call_total: Option<u64>,
     /// Records of a new turn written before its `turn_context` (they take its id).
     awaiting_context: Vec<usize>,
+    /// Exit codes Codex reported for a call before its output was written (0.171: an
+    /// `item_completed` command execution; earlier: `exec_command_end`), by call id.
+    exit_codes: HashMap<String, i64>,
+    /// The record of each call's output, by call id (an exit code reported after it).
+    outputs: HashMap<String, usize>,
 }
 
 impl State {
@@ -182,19 +187,46 @@ impl State {
         self.open_assistant = None;
         let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
         let (text, exit_code) = output_text(p.get("output").unwrap_or(&Value::Null));
+        let exit_code = exit_code.or_else(|| self.exit_codes.remove(call_id)).or_else(|| exited_with(&text));
         let turn = self.turn_id();
-        let mut r = tool_result(id, &turn, call_id, self.names.get(call_id).map(String::as_str), json!(text), false);
+        let failed = refused(&text);
+        let mut r = tool_result(id, &turn, call_id, self.names.get(call_id).map(String::as_str), json!(text), failed);
         if let Some(code) = exit_code {
             r.insert("exit_code".into(), json!(code));
         }
         self.out.push(Value::Object(r));
+        self.outputs.insert(call_id.to_string(), self.out.records.len() - 1);
     }
 
     fn event(&mut self, p: &Value, line: usize) {
         match p.get("type").and_then(Value::as_str) {
             Some("token_count") => self.token_count(p, line),
             Some("patch_apply_end") => self.patch_applied(p),
+            Some("exec_command_end") => self.exited(p.get("call_id"), p.get("exit_code")),
+            Some("item_completed") => {
+                let item = p.get("item").unwrap_or(&Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("CommandExecution") {
+                    self.exited(item.get("id"), item.get("exit_code"));
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// A command's exit code, reported by an event before or after its output record.
+    fn exited(&mut self, call_id: Option<&Value>, code: Option<&Value>) {
+        let (Some(call_id), Some(code)) = (call_id.and_then(Value::as_str), code.and_then(Value::as_i64)) else {
+            return;
+        };
+        match self.outputs.get(call_id) {
+            Some(&at) => {
+                if let Some(r) = self.out.records.get_mut(at).and_then(Value::as_object_mut) {
+                    r.entry("exit_code").or_insert(json!(code));
+                }
+            }
+            None => {
+                self.exit_codes.insert(call_id.to_string(), code);
+            }
         }
     }
 
@@ -346,6 +378,22 @@ fn with_role(item: &Value, role: &str) -> Value {
     let mut m = item.clone();
     m["role"] = json!(role);
     m
+}
+
+/// The exit code in the header Codex writes above a command's output (unified exec,
+/// 0.171: `Chunk ID: …`, `Wall time: …`, `Process exited with code N`, then `Output:`).
+fn exited_with(text: &str) -> Option<i64> {
+    text.lines()
+        .take_while(|l| *l != "Output:")
+        .take(8)
+        .find_map(|l| l.strip_prefix("Process exited with code ")?.trim().parse().ok())
+}
+
+/// An output Codex writes for a call it did not carry out: a patch that did not apply
+/// (`apply_patch verification failed: …`, `patch rejected: …`, nothing changed) or a
+/// tool it does not have (`unsupported call: NAME`).
+fn refused(text: &str) -> bool {
+    ["apply_patch verification failed", "patch rejected:", "unsupported call: "].iter().any(|p| text.starts_with(p))
 }
 
 /// The text of an output (a string, an object, or a list of items) and, for shell

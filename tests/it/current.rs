@@ -181,3 +181,47 @@ fn a_flag_that_cannot_act_on_the_path_says_which_flag_would() {
     let o = run(&["decide", RECORDS, "--max-total-tokens", "5000", "--runtime", "agent-runner"]);
     assert!(!stderr(&o).contains("does not act"), "{}", stderr(&o));
 }
+
+/// What Codex 0.171 writes for the commands and patches it runs: an exit code in an
+/// `item_completed` command execution before the output, in the header of the output
+/// itself (`Process exited with code N`), or in an `exec_command_end` after it; and the
+/// outputs of calls it did not carry out (a patch that did not apply, a tool this model
+/// lacks). A failed check must read as failed, and a patch that changed nothing is no
+/// changed file: the re-anchor facts that keep the next edit right.
+#[test]
+fn codex_exit_codes_and_refused_calls_are_read_as_codex_writes_them() {
+    const CASE: &str = "testdata/cases/codex-commands-and-patches/input.jsonl";
+    let results: Vec<(String, Value, Value)> = canonical(CASE)
+        .into_iter()
+        .filter(|r| r["type"] == "tool_result")
+        .map(|r| (r["call_id"].as_str().unwrap().to_string(), r["exit_code"].clone(), r["is_error"].clone()))
+        .collect();
+    let expected = [
+        ("call_1", Value::from(0), Value::Null),    // item_completed before the output
+        ("call_2", Value::Null, Value::Bool(true)), // apply_patch verification failed
+        ("call_3", Value::Null, Value::Bool(true)), // unsupported call
+        ("call_4", Value::Null, Value::Null),       // the patch applied
+        ("call_5", Value::from(3), Value::Null),    // the output's own header
+        ("call_6", Value::from(2), Value::Null),    // exec_command_end after the output
+        ("call_7", Value::from(3), Value::Null),    // item_completed, status failed
+    ];
+    let expected: Vec<(String, Value, Value)> =
+        expected.into_iter().map(|(c, code, err)| (c.to_string(), code, err)).collect();
+    assert_eq!(results, expected);
+    let o = run(&[
+        "run",
+        CASE,
+        "--runtime",
+        "agent-runner",
+        "--max-total-tokens",
+        "50000",
+        "--verify",
+        "python3 hello.py",
+        "--emit",
+        "reanchor",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("Changed files (most recent first):\n- hello.py\n\n"), "{text}");
+    assert!(text.contains("Check status: fail (exit code 3, `python3 hello.py`)"), "{text}");
+}
