@@ -179,16 +179,19 @@ class Claude(Agent):
 class Codex(Agent):
     name = "codex"
 
-    def __init__(self, version=None, label="run", config=""):
+    def __init__(self, version=None, label="run", config="", model="scripted-model"):
         super().__init__(version, label)
         self.codex_home = os.path.join(self.dir, "codex")
         os.makedirs(self.codex_home, exist_ok=True)
         self.extra_config = config
+        # A model Codex knows (gpt-5.5) gets its freeform `apply_patch` tool; one it does
+        # not (the default) gets none, and patches go through `exec_command`.
+        self.model = model
 
     def command(self, prompt, port, resume, args):
         with open(os.path.join(self.codex_home, "config.toml"), "w") as f:
             f.write(
-                'model = "scripted-model"\nmodel_provider = "scripted"\n' + self.extra_config + "\n"
+                f'model = "{self.model}"\nmodel_provider = "scripted"\n' + self.extra_config + "\n"
                 "[model_providers.scripted]\nname = \"scripted\"\n"
                 f"base_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n"
             )

@@ -141,8 +141,13 @@ def openai_events(n, model, step):
                       "content": [{"type": "output_text", "text": step["text"], "annotations": []}]})
     if step.get("tool"):
         t = step["tool"]
-        items.append({"type": "function_call", "id": f"fc_scripted_{n}", "call_id": f"call_scripted_{n}",
-                      "name": t["name"], "arguments": json.dumps(t.get("input", {})), "status": "completed"})
+        if t.get("custom"):
+            # A freeform tool (Codex's `apply_patch` for models that have it): raw text in.
+            items.append({"type": "custom_tool_call", "id": f"ctc_scripted_{n}", "call_id": f"call_scripted_{n}",
+                          "name": t["name"], "input": t["input"], "status": "completed"})
+        else:
+            items.append({"type": "function_call", "id": f"fc_scripted_{n}", "call_id": f"call_scripted_{n}",
+                          "name": t["name"], "arguments": json.dumps(t.get("input", {})), "status": "completed"})
     inp, cached, outp = u.get("input_tokens", 10), u.get("cached_tokens", 0), u.get("output_tokens", 5)
     usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
              "output_tokens": outp, "output_tokens_details": {"reasoning_tokens": 0},

@@ -5,9 +5,9 @@ the check (it fails), fixes the file with its own edit tool and runs the check a
 The file on disk shows the agent really did it; `run` must then name the file as
 changed and the check as passing, read from the session the agent wrote.
 
-Claude Code edits with its `Write` and `Edit` tools; Codex (a model without metadata
-gets no `apply_patch` tool) with `apply_patch` through `exec_command`, which it
-intercepts and applies itself.
+Claude Code edits with its `Write` and `Edit` tools; Codex with `apply_patch` through
+`exec_command`, which it intercepts and applies itself (a model without metadata gets
+no `apply_patch` tool), and with its own freeform `apply_patch` tool (gpt-5.5 has it).
 """
 
 import json
@@ -36,7 +36,12 @@ def patch(body):
     return {"name": "exec_command", "input": {"cmd": f"apply_patch <<'EOF'\n*** Begin Patch\n{body}*** End Patch\nEOF\n"}}
 
 
-def tools(agent, work):
+def freeform(body):
+    """Codex's own `apply_patch` (a freeform tool: the patch is the raw input)."""
+    return {"name": "apply_patch", "custom": True, "input": f"*** Begin Patch\n{body}*** End Patch\n"}
+
+
+def tools(agent, work, patcher=patch):
     if agent is Claude:
         path = os.path.join(work, "hello.py")
         bash = lambda cmd: {"name": "Bash", "input": {"command": cmd, "description": "check"}}
@@ -52,23 +57,23 @@ def tools(agent, work):
     return [
         shell("seq 1 2000"),
         shell("seq 1 2000"),
-        patch("*** Add File: hello.py\n" + "".join("+" + line + "\n" for line in BUGGY.splitlines())),
+        patcher("*** Add File: hello.py\n" + "".join("+" + line + "\n" for line in BUGGY.splitlines())),
         shell(VERIFY),
-        patch("*** Update File: hello.py\n@@\n print('hi')\n-raise SystemExit(3)\n"),
+        patcher("*** Update File: hello.py\n@@\n print('hi')\n-raise SystemExit(3)\n"),
         shell(VERIFY),
     ]
 
 
 def until_result(lines, n):
     """The session's lines up to its `n`-th tool result (Claude Code: a user record
-    holding a `tool_result` block; Codex: a `function_call_output`)."""
+    holding a `tool_result` block; Codex: a function or custom tool's output)."""
     seen = 0
     for k, line in enumerate(lines):
         r = json.loads(line)
         content = (r.get("message") or {}).get("content")
         claude = r.get("type") == "user" and isinstance(content, list) and any(
             b.get("type") == "tool_result" for b in content if isinstance(b, dict))
-        codex = (r.get("payload") or {}).get("type") == "function_call_output"
+        codex = (r.get("payload") or {}).get("type") in ("function_call_output", "custom_tool_call_output")
         seen += claude or codex
         if seen == n:
             return lines[: k + 1]
@@ -89,13 +94,21 @@ def section(text, title):
 
 class Reanchor:
     agent = None
+    # Codex only: how it patches (through `exec_command`, or its own freeform tool for a
+    # model it knows).
+    patcher = staticmethod(patch)
+    model = None
+
+    def make(self, label):
+        a = self.agent(label=label, model=self.model) if self.model else self.agent(label=label)
+        self.addCleanup(a.cleanup)
+        return a
 
     def test_the_agents_edit_and_check_are_facts(self):
-        a = self.agent(label="reanchor")
-        self.addCleanup(a.cleanup)
+        a = self.make("reanchor")
         usage = claude_usage if self.agent is Claude else codex_usage
         steps = [{"text": f"Step {k + 1}.", "tool": t, "usage": usage(20000 + 3000 * k)}
-                 for k, t in enumerate(tools(self.agent, a.work))]
+                 for k, t in enumerate(tools(self.agent, a.work, self.patcher))]
         steps.append({"text": "Fixed.", "usage": usage(40000)})
         args = ["--allowedTools", "Write,Edit,Read"] if self.agent is Claude else []
         a.exec(TASK, {"steps": steps}, args=args).check()
@@ -120,8 +133,7 @@ class Reanchor:
     def test_what_did_not_happen_is_no_change_and_a_failed_check_fails(self):
         """A patch of a file that is not there, a tool the agent refuses (Codex), and a
         check that exits 1: no file changed, the check failed."""
-        a = self.agent(label="refused")
-        self.addCleanup(a.cleanup)
+        a = self.make("refused")
         usage = claude_usage if self.agent is Claude else codex_usage
         missing = os.path.join(a.work, "missing.py")
         if self.agent is Claude:
@@ -132,8 +144,8 @@ class Reanchor:
         else:
             shell = lambda cmd: {"name": "exec_command", "input": {"cmd": cmd}}
             calls = [shell("seq 1 2000"), shell("seq 1 2000"),
-                     patch("*** Update File: missing.py\n@@\n-x\n+y\n"),
-                     {"name": "apply_patch", "input": {"input": "*** Begin Patch\n*** Add File: ghost.py\n+x\n*** End Patch\n"}},
+                     self.patcher("*** Update File: missing.py\n@@\n-x\n+y\n"),
+                     {"name": "write_file", "input": {"path": "ghost.py", "content": "x\n"}},
                      shell("false")]
         steps = [{"text": f"Step {k + 1}.", "tool": t, "usage": usage(20000 + 3000 * k)} for k, t in enumerate(calls)]
         steps.append({"text": "Stopped.", "usage": usage(40000)})
@@ -152,6 +164,12 @@ class ClaudeReanchor(Reanchor, unittest.TestCase):
 
 class CodexReanchor(Reanchor, unittest.TestCase):
     agent = Codex
+
+
+class CodexFreeformReanchor(Reanchor, unittest.TestCase):
+    agent = Codex
+    model = "gpt-5.5"
+    patcher = staticmethod(freeform)
 
 
 if __name__ == "__main__":

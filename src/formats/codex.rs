@@ -380,13 +380,14 @@ fn with_role(item: &Value, role: &str) -> Value {
     m
 }
 
-/// The exit code in the header Codex writes above a command's output (unified exec,
-/// 0.171: `Chunk ID: …`, `Wall time: …`, `Process exited with code N`, then `Output:`).
+/// The exit code in the header Codex writes above a command's output, before its
+/// `Output:` line: `Process exited with code N` (unified exec, 0.171: after `Chunk ID`
+/// and `Wall time`), or `Exit code: N` (its own `apply_patch`, shell tools).
 fn exited_with(text: &str) -> Option<i64> {
-    text.lines()
-        .take_while(|l| *l != "Output:")
-        .take(8)
-        .find_map(|l| l.strip_prefix("Process exited with code ")?.trim().parse().ok())
+    text.lines().take_while(|l| *l != "Output:").take(8).find_map(|l| {
+        let code = l.strip_prefix("Process exited with code ").or_else(|| l.strip_prefix("Exit code: "))?;
+        code.trim().parse().ok()
+    })
 }
 
 /// An output Codex writes for a call it did not carry out: a patch that did not apply
@@ -409,4 +410,31 @@ fn output_text(v: &Value) -> (String, Option<i64>) {
         return (s.clone(), None);
     }
     (text_of(v), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{exited_with, refused};
+
+    #[test]
+    fn an_exit_code_is_read_from_the_header_codex_writes_and_only_there() {
+        let unified = "Chunk ID: 4b1a4f\nWall time: 0.0000 seconds\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n";
+        assert_eq!(exited_with(unified), Some(1));
+        let freeform =
+            "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA hello.py\n";
+        assert_eq!(exited_with(freeform), Some(0));
+        // What the command printed is not the header: a line of its output says nothing.
+        assert_eq!(exited_with("Wall time: 0 seconds\nOutput:\nProcess exited with code 9\n"), None);
+        assert_eq!(exited_with("Exit code: soon\nOutput:\n"), None);
+        assert_eq!(exited_with("?? hello.py\n"), None);
+    }
+
+    #[test]
+    fn only_the_outputs_of_calls_codex_did_not_carry_out_are_refusals() {
+        assert!(refused("apply_patch verification failed: Failed to find expected lines in a.py"));
+        assert!(refused("patch rejected: empty patch"));
+        assert!(refused("unsupported call: write_file"));
+        assert!(!refused("Exit code: 0\nOutput:\nunsupported call: x"));
+        assert!(!refused("grep found: apply_patch verification failed"));
+    }
 }
