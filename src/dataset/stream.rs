@@ -528,7 +528,7 @@ impl<R: Read> BlockReader<R> {
                 if let Some(e) = failed {
                     // The input broke (a truncated gzip stream, a failing disk): the whole
                     // lines read before it still go out, then the error, named where the
-                    // input broke (the line it cut, and the byte of that line).
+                    // input broke (the line it cut, the character after the last one read).
                     self.eof = true;
                     let whole = last_end.unwrap_or(0);
                     let line = self.line_no + memchr::memchr_iter(b'\n', &buf[..whole]).count();
