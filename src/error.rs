@@ -163,6 +163,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Where serde_json stopped in `line`: the 1-based character column, and its message
 /// without the " at line L column C" it appends (the location is put in front instead).
 pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
+    // A file's first line has its mark left out before it is parsed; one that starts a
+    // later line is most often a file joined after another, mark and all, by `cat`.
+    if line.starts_with('\u{feff}') && e.column() <= 1 {
+        return (1, BOM_INSIDE.to_string());
+    }
     let mut cut = e.column().saturating_sub(1).min(line.len());
     while !line.is_char_boundary(cut) {
         cut -= 1;
@@ -171,6 +176,10 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
     let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
     (line[..cut].chars().count() + 1, msg)
 }
+
+/// The one wording of a byte-order mark that does not start the file.
+pub const BOM_INSIDE: &str = "a byte-order mark (U+FEFF) starts this line: only a file's first line may have one \
+     (was a file joined to another with its mark, as `cat` does?)";
 
 /// The one wording of a text that is not UTF-8.
 pub const NOT_UTF8: &str = "invalid UTF-8: expected UTF-8 text";

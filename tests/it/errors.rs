@@ -1,6 +1,6 @@
 //! Bad input: every kind gets exit 3 and one line naming file:line:column; nothing is written.
 
-use crate::support::{path_str, run, stderr, temp_file};
+use crate::support::{path_str, run, stderr, stdout, temp_file};
 
 fn bad(content: &[u8], expect: &str) {
     let (dir, path) = temp_file("bad.jsonl", content);
@@ -18,6 +18,25 @@ const OK: &str = r#"{"type":"message","id":"m1","turn":"t1","role":"user","conte
 #[test]
 fn invalid_json_names_line_and_column() {
     bad(format!("{OK}\n{{\"type\":\"message\",\"id\":}}\n").as_bytes(), "bad.jsonl:2:24: expected value");
+}
+
+/// A mark before the first line is read past; one before a later line (two files
+/// joined by `cat`) is named as such, in a transcript as in a dataset row, never
+/// "expected value".
+#[test]
+fn a_byte_order_mark_inside_a_file_is_named() {
+    let said = "bad.jsonl:2:1: a byte-order mark (U+FEFF) starts this line: only a file's first line may have one";
+    let m2 = OK.replace("m1", "m2");
+    bad(format!("\u{feff}{OK}\n\u{feff}{m2}\n").as_bytes(), said);
+    let row = r#"{"messages":[{"role":"user","content":"hi"}]}"#;
+    let (_d, path) = temp_file("bad.jsonl", format!("\u{feff}{row}\n\u{feff}{row}\n").as_bytes());
+    for command in ["run", "validate", "stats"] {
+        let o = run(&[command, path_str(&path)]);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        let said = if command == "validate" { "bad.jsonl:2: bad_line: column 1: a byte-order mark" } else { said };
+        assert!(all.contains(said), "{command}: {all}");
+        assert!(!all.contains("bad.jsonl:1"), "{command}: the first line's mark is fine: {all}");
+    }
 }
 
 #[test]
