@@ -145,11 +145,113 @@ impl Compression {
     }
 
     fn decoder(self, raw: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
-        Ok(match self {
-            // Concatenated gzip members (as `cat a.gz b.gz` makes) are read as one stream.
-            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::new(raw))),
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(raw)?),
+        Ok(Box::new(Members {
+            kind: self,
+            member: Some(Member::start(self, io::BufReader::with_capacity(1 << 17, raw))?),
+        }))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+type Raw = io::BufReader<Box<dyn Read + Send>>;
+
+/// What is left of an input that could not be read further: its error, at every read.
+struct Broken {
+    kind: io::ErrorKind,
+    message: String,
+}
+
+impl Read for Broken {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(io::Error::new(self.kind, self.message.clone()))
+    }
+}
+
+/// The decoder of one gzip member or zstd frame, which gives back the bytes after it.
+enum Member {
+    Gzip(flate2::bufread::GzDecoder<Raw>),
+    Zstd(zstd::stream::read::Decoder<'static, Raw>),
+}
+
+impl Member {
+    fn start(kind: Compression, raw: Raw) -> io::Result<Member> {
+        Ok(match kind {
+            Compression::Gzip => Member::Gzip(flate2::bufread::GzDecoder::new(raw)),
+            Compression::Zstd => Member::Zstd(zstd::stream::read::Decoder::with_buffer(raw)?.single_frame()),
         })
+    }
+
+    fn rest(self) -> Raw {
+        match self {
+            Member::Gzip(d) => d.into_inner(),
+            Member::Zstd(d) => d.finish(),
+        }
+    }
+}
+
+/// Compressed members one after the other, read as one stream: `cat a.gz b.gz`, the
+/// frames `pzstd` writes. What follows the last member must be nothing, or zeros after
+/// gzip (tape padding, which gzip and Python skip too); anything else is an error that
+/// says so, not a lost member: `gzip -dc` would warn and Python would refuse.
+struct Members {
+    kind: Compression,
+    member: Option<Member>,
+}
+
+impl Read for Members {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let n = match &mut self.member {
+                None => return Ok(0),
+                Some(Member::Gzip(d)) => d.read(buf)?,
+                Some(Member::Zstd(d)) => d.read(buf)?,
+            };
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let mut raw = self.member.take().expect("a member was being read").rest();
+            let next = raw.fill_buf()?;
+            let Some(&first) = next.first() else { return Ok(0) };
+            // Fewer bytes than a magic number are read as a member, and its decoder
+            // says where it breaks off.
+            let starts = if next.len() >= 4 {
+                Compression::of(next) == Some(self.kind)
+            } else {
+                match self.kind {
+                    Compression::Gzip => first == 0x1f,
+                    Compression::Zstd => first == 0x28 || first & 0xf0 == 0x50,
+                }
+            };
+            if starts {
+                self.member = Some(Member::start(self.kind, raw)?);
+                continue;
+            }
+            let (mut bytes, mut zeros) = (0u64, true);
+            loop {
+                let chunk = raw.fill_buf()?;
+                if chunk.is_empty() {
+                    break;
+                }
+                zeros &= chunk.iter().all(|&b| b == 0);
+                bytes += chunk.len() as u64;
+                let len = chunk.len();
+                raw.consume(len);
+            }
+            if zeros && self.kind == Compression::Gzip {
+                return Ok(0);
+            }
+            let kind = self.kind.name();
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{bytes} byte(s) after the end of the {kind} data are not {kind} (trailing garbage)"),
+            ));
+        }
     }
 }
 
@@ -188,7 +290,12 @@ impl Opened {
         let mut layers = 0;
         let head = loop {
             let mut head = Vec::with_capacity(SNIFF_BYTES);
-            (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| broken_after(name, &head, &e))?;
+            if let Err(e) = (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
+                // An input that breaks off in its head (a small cut `.gz`) is read as
+                // far as it goes: the error comes where the rest would, so a dataset
+                // still gives its whole rows and every reader names where it broke.
+                rest = Box::new(Broken { kind: e.kind(), message: e.to_string() });
+            }
             let Some(compression) = Compression::of(&head) else { break head };
             // A compressed input is read through its decoder (known by its magic bytes,
             // whatever its name); the head is read again, decompressed. Layers are

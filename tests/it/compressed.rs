@@ -145,12 +145,23 @@ fn varied_dataset(rows: usize) -> Vec<u8> {
 
 #[test]
 fn a_dataset_cut_short_gives_every_row_before_the_break_and_names_where_it_broke() {
-    let data = varied_dataset(120);
-    let packed = gzip(&data);
+    // A cut far into a long stream, and one inside what is read first to detect the
+    // format (the first 64 KiB decompressed): both give their whole rows.
+    for (total, at_least) in [(120, 20), (12, 3)] {
+        let data = varied_dataset(total);
+        if total == 12 {
+            assert!(data.len() < rivumi_compact::source::SNIFF_BYTES, "{} bytes", data.len());
+        }
+        a_dataset_cut_in_half(&data, at_least);
+    }
+}
+
+fn a_dataset_cut_in_half(data: &[u8], at_least: usize) {
+    let packed = gzip(data);
     let cut = &packed[..packed.len() / 2];
     let (line, column) = where_it_breaks(cut);
     let rows = line - 1;
-    assert!(rows > 20 && column > 1, "the cut falls inside a row after many: line {line}, column {column}");
+    assert!(rows > at_least && column > 1, "the cut falls inside a row after many: line {line}, column {column}");
     let whole_rows: usize = data.split_inclusive(|&b| b == b'\n').take(rows).map(<[u8]>::len).sum();
     let dir = tempfile::tempdir().unwrap();
     let (plain, broken) = (dir.path().join("rows.jsonl"), dir.path().join("cut.jsonl.gz"));
@@ -231,4 +242,48 @@ fn a_compression_that_is_not_read_is_named_with_how_to_unpack_it() {
     let o = run(&["run", path_str(&path)]);
     assert_eq!(o.status.code(), Some(3));
     assert!(!stderr(&o).contains("bzip2"), "{}", stderr(&o));
+}
+
+/// Members one after the other are one stream; what follows the last one is named, not
+/// lost or misread: zeros after gzip are skipped (tape padding, as gzip and Python do),
+/// other bytes are an error that says they are trailing garbage; a member cut short is
+/// an input that breaks off.
+#[test]
+fn members_one_after_the_other_and_what_follows_the_last() {
+    let plain = std::fs::read(root().join(CASE)).unwrap();
+    let expected = run(&["run", CASE]).stdout;
+    let half = plain.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(5).unwrap().0 + 1;
+    let (a, b) = plain.split_at(half);
+    // A skippable frame, as `pzstd` writes before each frame.
+    let skippable = [&[0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0][..], &[1, 2, 3, 4]].concat();
+    let members: [(&str, Vec<u8>); 4] = [
+        ("m.jsonl.gz", [gzip(a), gzip(b)].concat()),
+        ("m.jsonl.zst", [zstd(a), zstd(b)].concat()),
+        ("p.jsonl.zst", [skippable.clone(), zstd(a), skippable, zstd(b)].concat()),
+        ("z.jsonl.gz", [gzip(&plain), vec![0; 512]].concat()),
+    ];
+    for (name, bytes) in members {
+        let (_d, path) = crate::support::temp_file(name, &bytes);
+        let o = run(&["run", path_str(&path)]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(o.stdout, expected, "{name}");
+    }
+    let lines = 1 + plain.iter().filter(|b| **b == b'\n').count();
+    for (name, bytes, kind) in [
+        ("g.jsonl.gz", [gzip(&plain), b"garbage\n".to_vec()].concat(), "gzip"),
+        ("g.jsonl.zst", [zstd(&plain), b"garbage\n".to_vec()].concat(), "zstd"),
+        ("zeros.jsonl.zst", [zstd(&plain), vec![0; 8]].concat(), "zstd"),
+    ] {
+        let (_d, path) = crate::support::temp_file(name, &bytes);
+        let o = run(&["run", path_str(&path)]);
+        assert_eq!(o.status.code(), Some(3), "{name}");
+        let said = format!("{name}:{lines}:1: cannot read: 8 byte(s) after the end of the {kind} data are not {kind} (trailing garbage)");
+        assert!(stderr(&o).contains(&said), "{name}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{name}");
+    }
+    let second = gzip(b);
+    let (_d, path) = crate::support::temp_file("c.jsonl.gz", &[gzip(a), second[..20].to_vec()].concat());
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("c.jsonl.gz:7:1: cannot read: "), "{}", stderr(&o));
 }
