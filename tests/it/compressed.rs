@@ -268,7 +268,7 @@ fn members_one_after_the_other_and_what_follows_the_last() {
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         assert_eq!(o.stdout, expected, "{name}");
     }
-    let lines = 1 + plain.iter().filter(|b| **b == b'\n').count();
+    let lines = 1 + memchr::memchr_iter(b'\n', &plain).count();
     for (name, bytes, kind) in [
         ("g.jsonl.gz", [gzip(&plain), b"garbage\n".to_vec()].concat(), "gzip"),
         ("g.jsonl.zst", [zstd(&plain), b"garbage\n".to_vec()].concat(), "zstd"),
