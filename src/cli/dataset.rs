@@ -17,6 +17,12 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
     let Some(path) = &settings.rejects else {
         return run_with(inputs, settings, out_dir, jobs, w, None);
     };
+    if crate::output::is_stdout(path) {
+        // Stdout is free: the dataset goes to `--out` or `--out-dir` (checked before).
+        let stdout = io::stdout();
+        let mut lock = io::BufWriter::new(stdout.lock());
+        return run_with(inputs, settings, out_dir, jobs, w, Some(&mut lock));
+    }
     let mut code = None;
     let written = crate::output::write_output(path, |r| {
         let c = run_with(inputs, settings, out_dir, jobs, w, Some(r));

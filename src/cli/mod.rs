@@ -186,7 +186,7 @@ pub struct RunArgs {
     /// The format of the compacted transcript: canonical JSONL, or one OpenAI chat line per transcript
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Canonical)]
     pub output_format: OutputFormat,
-    /// Write what would go to stdout into FILE instead (atomically)
+    /// Write what would go to stdout into FILE instead (atomically; `-`: stdout)
     #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
     pub out: Option<PathBuf>,
     /// With --output-format openai: add to each line where it comes from and what was done
@@ -197,7 +197,7 @@ pub struct RunArgs {
     /// so lines stay matched) or skip (leave it out)
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = BadLines::Keep)]
     pub bad_lines: BadLines,
-    /// Dataset mode: also write each bad line to FILE (JSON Lines: line, error, text; written as --out is, atomically)
+    /// Dataset mode: also write each bad line to FILE (JSON Lines: line, error, text; written as --out is, atomically; `-`: stdout, when the dataset goes to --out or --out-dir)
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
     /// Files, dataset lines or the pieces of one large transcript processed in parallel (0: one per core; 1: one thread reads, compacts and writes)
@@ -224,7 +224,7 @@ pub struct ReplayArgs {
     /// context; a session with thousands of compactions would fill a disk)
     #[arg(long, value_name = "N", default_value_t = 100, requires = "out_dir")]
     pub max_firings: usize,
-    /// Draw the figure per model call against the trigger line (SVG)
+    /// Draw the figure per model call against the trigger line (SVG; `-`: on stdout, in place of the report)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     #[command(flatten)]

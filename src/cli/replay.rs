@@ -16,7 +16,16 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     // Replay never runs hooks or a summarizer: it is a dry run at every point.
     let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
-    if let Some(path) = &args.svg {
+    // `--svg -`: the picture on stdout, in place of the report.
+    let svg_out = args.svg.as_deref().is_some_and(output::is_stdout);
+    if svg_out && args.json {
+        return Err(Error::Usage("--svg - and --json both print on stdout: name a file for the picture".into()));
+    }
+    if let Some(dir) = &args.out_dir {
+        output::check_folder_path(dir, "--out-dir")?;
+    }
+    if let Some(path) = args.svg.as_deref().filter(|_| !svg_out) {
+        output::check_file_path(path, "--svg")?;
         output::refuse_input(path, &crate::inputs::real_paths(std::slice::from_ref(&input)), "--svg")?;
         if args.out_dir.as_deref().is_some_and(|dir| output::same_file(dir, path)) {
             return Err(Error::Usage(format!(
@@ -44,13 +53,18 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
     if let Some(w) = engine::over_window(&layered.config, highest, t.session.as_ref(), &input.path) {
         crate::ui::warn(&w);
     }
-    if let Some(path) = &args.svg {
+    let picture = args.svg.as_ref().map(|_| {
         let name = input.path.file_name().map_or("<stdin>".into(), |n| n.to_string_lossy().into_owned());
-        let picture = crate::chart::svg(&r, &name);
+        crate::chart::svg(&r, &name)
+    });
+    if let (Some(path), Some(picture), false) = (&args.svg, &picture, svg_out) {
         output::write_output(path, |w| w.write_all(picture.as_bytes())).map_err(|e| Error::write(path, e))?;
     }
     if let Some(dir) = &args.out_dir {
         write_firings(dir, &input, &t, &r, &settings, args.max_firings)?;
+    }
+    if let (Some(picture), true) = (picture, svg_out) {
+        return stdout_write(|w| w.write_all(picture.as_bytes()));
     }
     let text = if args.json { r.json_lines() } else { report(&r, &input.display_name(), chosen) };
     stdout_write(|w| w.write_all(text.as_bytes()))

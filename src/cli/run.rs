@@ -12,14 +12,19 @@ use crate::output::{self, OutDir, Output};
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
-pub(super) fn run(args: RunArgs) -> Result<Exit> {
+pub(super) fn run(mut args: RunArgs) -> Result<Exit> {
+    // `--out -` is stdout, as `-` among the inputs is stdin.
+    if args.out.as_deref().is_some_and(output::is_stdout) {
+        args.out = None;
+    }
+    check_paths(&args)?;
     let mut settings = settings(&args.policy, Some(&args.actions), args.dry_run)?;
     settings.output_format = args.output_format;
     settings.skip_bad_lines = args.bad_lines == super::BadLines::Skip;
     settings.provenance = args.provenance;
     settings.rejects.clone_from(&args.rejects);
     let inputs = inputs::expand(&args.inputs, args.policy.input_format, args.out_dir.as_deref())?;
-    if let Some(r) = &args.rejects {
+    if let Some(r) = args.rejects.as_deref().filter(|r| !output::is_stdout(r)) {
         output::refuse_input(r, &inputs::real_paths(&inputs), "--rejects")?;
         if args.out.as_deref().is_some_and(|o| output::same_file(o, r)) {
             return Err(Error::Usage(format!(
@@ -55,6 +60,23 @@ pub(super) fn run(args: RunArgs) -> Result<Exit> {
         Some(Err(Error::Write { path, source })) if path == Path::new("<stdout>") => Err(Error::write(file, source)),
         Some(Err(e)) => Err(e),
         None => Err(Error::write(file, written.expect_err("the writer ran unless creating the file failed"))),
+    }
+}
+
+/// The paths to write, checked before any input is read.
+fn check_paths(args: &RunArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        output::check_file_path(out, "--out")?;
+    }
+    if let Some(dir) = &args.out_dir {
+        output::check_folder_path(dir, "--out-dir")?;
+    }
+    match &args.rejects {
+        Some(r) if output::is_stdout(r) && args.out.is_none() && args.out_dir.is_none() => Err(Error::Usage(
+            "--rejects -: stdout carries the dataset; name a file, or write the dataset with --out or --out-dir".into(),
+        )),
+        Some(r) if !output::is_stdout(r) => output::check_file_path(r, "--rejects"),
+        _ => Ok(()),
     }
 }
 

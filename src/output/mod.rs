@@ -129,6 +129,37 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
 
+/// `-` as a path to write: standard output, as it is standard input among the inputs.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Checks a path named to write a file (`--out`, `--rejects`, `--svg`) before any input is
+/// read: a folder, or a link to nothing, is a usage error then, not a failure after the
+/// whole input was processed. (What only writing can find, a read-only folder or a full
+/// disk, is still found by writing.)
+pub fn check_file_path(path: &Path, flag: &str) -> Result<(), Error> {
+    let shown = || crate::ui::escape(&path.display().to_string());
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(Error::Usage(format!("{flag} {} is a folder: {flag} names a file", shown()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_ok() => {
+            Err(Error::Usage(format!("{flag} {} is a link to nothing: refusing to create its target", shown())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// [`check_file_path`] for a folder to write (`--out-dir`): an existing file is a usage error.
+pub fn check_folder_path(path: &Path, flag: &str) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() => Err(Error::Usage(format!(
+            "{flag} {} exists and is not a folder: {flag} names a folder to write into",
+            crate::ui::escape(&path.display().to_string())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses an output path (named by `flag`) that is one of the inputs (`real`: the
 /// inputs' resolved paths), as `>` onto its own input would lose it.
 pub fn refuse_input<S: std::hash::BuildHasher>(

@@ -1,6 +1,6 @@
 //! Bad input: every kind gets exit 3 and one line naming file:line:column; nothing is written.
 
-use crate::support::{path_str, run, stderr, stdout, temp_file};
+use crate::support::{path_str, root, run, stderr, stdout, temp_file};
 
 fn bad(content: &[u8], expect: &str) {
     let (dir, path) = temp_file("bad.jsonl", content);
@@ -186,8 +186,65 @@ fn an_output_that_cannot_be_made_says_why_without_a_temporary_name() {
         assert!(err.contains(": cannot write: cannot make a temporary file in /proc/self to write it: "), "{err}");
         assert!(!err.contains(".rivumi-"), "the temporary name is noise: {err}");
     }
-    let (_d, file) = temp_file("a-file", b"");
-    let o = run(&["run", input, "--out-dir", path_str(&file)]);
-    assert_eq!(o.status.code(), Some(4));
-    assert!(stderr(&o).contains("a-file: cannot write: it exists and is not a folder"), "{}", stderr(&o));
+}
+
+/// A path to write that names the wrong kind of thing (a folder for a file, a file for a
+/// folder, a link to nothing) is a usage error found before any input is read: exit 2,
+/// nothing written, no decision printed. `-` is stdout wherever stdout is free.
+#[test]
+fn paths_to_write_are_checked_before_any_input_is_read_and_dash_is_stdout() {
+    let input = "testdata/cases/fallback-applied/input.jsonl";
+    let dataset = "testdata/dataset/conversations.jsonl";
+    let dir = tempfile::tempdir().unwrap();
+    let (file, folder, dangling) =
+        (dir.path().join("a-file"), dir.path().join("a-folder"), dir.path().join("dangling"));
+    std::fs::write(&file, b"kept").unwrap();
+    std::fs::create_dir(&folder).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nothing"), &dangling).unwrap();
+    let (file, folder, dangling) = (path_str(&file), path_str(&folder), path_str(&dangling));
+    let out = path_str(&dir.path().join("out.jsonl")).to_owned();
+    let cases: [(Vec<&str>, String); 8] = [
+        (vec!["run", input, "--out", folder], format!("--out {folder} is a folder: --out names a file")),
+        (vec!["run", input, "--out", dangling], format!("--out {dangling} is a link to nothing")),
+        (vec!["run", input, "--out-dir", file], format!("--out-dir {file} exists and is not a folder")),
+        (vec!["replay", input, "--svg", folder], format!("--svg {folder} is a folder: --svg names a file")),
+        (vec!["replay", input, "--out-dir", file], format!("--out-dir {file} exists and is not a folder")),
+        (vec!["replay", input, "--svg", "-", "--json"], "--svg - and --json both print on stdout".into()),
+        (vec!["run", dataset, "--rejects", folder, "--out", &out], format!("--rejects {folder} is a folder")),
+        (vec!["run", dataset, "--rejects", "-"], "--rejects -: stdout carries the dataset".into()),
+    ];
+    for (args, said) in cases {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&said), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("-> "), "{args:?}: the input was read: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    assert_eq!(std::fs::read(file).unwrap(), b"kept");
+    assert!(!dir.path().join("out.jsonl").exists());
+
+    // `-` is stdout: the same bytes as without the flag, and no file named `-`.
+    let cwd = tempfile::tempdir().unwrap();
+    let at = |args: &[&str]| crate::support::cmd().current_dir(cwd.path()).args(args).output().unwrap();
+    let input = root().join(input);
+    let input = path_str(&input);
+    let plain = at(&["run", input]);
+    let o = at(&["run", input, "--out", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.stdout, plain.stdout);
+    let o = at(&["replay", input, "--svg", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        o.stdout.starts_with(b"<svg ") && o.stdout.ends_with(b"</svg>\n"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let (dataset, out) = (root().join(dataset), cwd.path().join("rows.jsonl"));
+    let o = at(&["run", path_str(&dataset), "--rejects", "-", "--out", path_str(&out)]);
+    let rejects: Vec<serde_json::Value> =
+        o.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    assert_eq!(rejects.len(), 1, "{}", stderr(&o));
+    assert_eq!(rejects[0]["line"], 3);
+    assert_eq!(std::fs::read(&out).unwrap().split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(), 4);
+    assert!(!cwd.path().join("-").exists(), "a file named - was written");
 }
