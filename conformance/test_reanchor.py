@@ -131,8 +131,10 @@ class Reanchor:
 
 
     def test_what_did_not_happen_is_no_change_and_a_failed_check_fails(self):
-        """A patch of a file that is not there, a tool the agent refuses (Codex), and a
-        check that exits 1: no file changed, the check failed."""
+        """A patch of a file that is not there, a tool the agent refuses (Codex), a plan
+        it refuses (Codex 0.171 has no `update_plan`, Claude Code 2.1.332 in `-p` no
+        `TodoWrite`), and a check that exits 1: no file changed, no remaining steps, the
+        check failed."""
         a = self.make("refused")
         usage = claude_usage if self.agent is Claude else codex_usage
         missing = os.path.join(a.work, "missing.py")
@@ -140,12 +142,15 @@ class Reanchor:
             bash = lambda cmd: {"name": "Bash", "input": {"command": cmd, "description": "run"}}
             calls = [bash("seq 1 2000"), bash("seq 1 2000"),
                      {"name": "Edit", "input": {"file_path": missing, "old_string": "x", "new_string": "y"}},
+                     {"name": "TodoWrite", "input": {"todos": [
+                         {"content": "open a PR", "status": "pending", "activeForm": "Opening a PR"}]}},
                      bash("false")]
         else:
             shell = lambda cmd: {"name": "exec_command", "input": {"cmd": cmd}}
             calls = [shell("seq 1 2000"), shell("seq 1 2000"),
                      self.patcher("*** Update File: missing.py\n@@\n-x\n+y\n"),
                      {"name": "write_file", "input": {"path": "ghost.py", "content": "x\n"}},
+                     {"name": "update_plan", "input": {"plan": [{"step": "open a PR", "status": "pending"}]}},
                      shell("false")]
         steps = [{"text": f"Step {k + 1}.", "tool": t, "usage": usage(20000 + 3000 * k)} for k, t in enumerate(calls)]
         steps.append({"text": "Stopped.", "usage": usage(40000)})
@@ -155,6 +160,7 @@ class Reanchor:
         out = rivumi("run", a.sessions()[-1], "--runtime", "agent-runner", "--max-total-tokens", "30000",
                      "--verify", "false", "--emit", "reanchor").stdout
         self.assertIn("Changed files (most recent first):\n- none recorded\n", out)
+        self.assertIn("Remaining steps:\n- none recorded\n", out)
         self.assertRegex(out, r"Check status: fail \((exit code 1|error), `false`\)")
 
 

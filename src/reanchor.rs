@@ -64,8 +64,13 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                     latest_check = Some((i, call.id.as_ref(), v.as_str()));
                 }
             }
-            // Only the last plan counts: its steps are listed once, at the end.
-            if is_plan(&call.name) && plan_list(&call.name, &args.value()).is_some() {
+            // Only the last plan counts: its steps are listed once, at the end. A plan
+            // the agent refused (Codex 0.171 answers `update_plan` with "unsupported
+            // call", Claude Code 2.1 `TodoWrite` with "No such tool available") is none.
+            if is_plan(&call.name)
+                && !failed.contains(&(i, call.id.as_ref()))
+                && plan_list(&call.name, &args.value()).is_some()
+            {
                 last_plan = Some((i, k));
             }
         }

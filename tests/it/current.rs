@@ -225,3 +225,93 @@ fn codex_exit_codes_and_refused_calls_are_read_as_codex_writes_them() {
     assert!(text.contains("Changed files (most recent first):\n- hello.py\n\n"), "{text}");
     assert!(text.contains("Check status: fail (exit code 3, `python3 hello.py`)"), "{text}");
 }
+
+/// Plan and todo calls the agent refused are no plan: Codex 0.171 answers `update_plan`
+/// with "unsupported call" and Claude Code 2.1.332 `TodoWrite` with "No such tool
+/// available" (both seen under conformance/). The remaining steps come from the latest
+/// plan the agent took.
+#[test]
+fn a_plan_the_agent_refused_is_not_the_remaining_steps() {
+    use serde_json::json;
+    let plan = |steps: &[(&str, &str)]| -> Value {
+        json!({"plan": steps.iter().map(|(s, st)| json!({"step": s, "status": st})).collect::<Vec<_>>()})
+    };
+    let taken = plan(&[("write hello.py", "completed"), ("run the check", "pending")]);
+    let refused = plan(&[("open a PR", "pending")]);
+    let item =
+        |payload: Value| json!({"timestamp": "2026-12-05T00:00:00.000Z", "type": "response_item", "payload": payload});
+    let call = |id: &str, args: &Value| {
+        item(json!({"type": "function_call", "name": "update_plan", "arguments": args.to_string(), "call_id": id}))
+    };
+    let output = |id: &str, text: &str| item(json!({"type": "function_call_output", "call_id": id, "output": text}));
+    let codex = [
+        json!({"timestamp": "2026-12-05T00:00:00.000Z", "type": "session_meta", "payload": {"id": "s", "cli_version": "0.171.0"}}),
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Do it."}]})),
+        item(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Reading."}]})),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Still reading."}]}),
+        ),
+        item(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Read."}]})),
+        call("c1", &taken),
+        output("c1", "Plan updated"),
+        call("c2", &refused),
+        output("c2", "unsupported call: update_plan"),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]}),
+        ),
+        item(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]})),
+    ];
+    let todos = |items: &[(&str, &str)]| -> Value {
+        json!({"todos": items.iter().map(|(c, st)| json!({"content": c, "status": st, "activeForm": c})).collect::<Vec<_>>()})
+    };
+    let mut parent = Value::Null;
+    let mut claude = Vec::new();
+    let mut record = |kind: &str, content: Value| {
+        let uuid = format!("u{}", claude.len());
+        claude.push(json!({"parentUuid": parent, "isSidechain": false, "sessionId": "s", "type": kind, "uuid": uuid,
+            "timestamp": "2026-12-05T00:00:00.000Z", "message": {"role": kind, "content": content}}));
+        parent = Value::from(uuid);
+    };
+    record("user", json!("Do it."));
+    record("assistant", json!([{"type": "text", "text": "Reading."}]));
+    record("user", json!("Go on."));
+    record("assistant", json!([{"type": "text", "text": "Still reading."}]));
+    record(
+        "assistant",
+        json!([{"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": todos(&[("write hello.py", "completed"), ("run the check", "pending")])}]),
+    );
+    record(
+        "user",
+        json!([{"type": "tool_result", "tool_use_id": "t1", "content": "Todos have been modified successfully."}]),
+    );
+    record(
+        "assistant",
+        json!([{"type": "tool_use", "id": "t2", "name": "TodoWrite", "input": todos(&[("open a PR", "pending")])}]),
+    );
+    record(
+        "user",
+        json!([{"type": "tool_result", "tool_use_id": "t2", "is_error": true,
+        "content": "<tool_use_error>Error: No such tool available: TodoWrite. TodoWrite is disabled for this session, in subagents as well as here.</tool_use_error>"}]),
+    );
+    record("assistant", json!([{"type": "text", "text": "Checking."}]));
+    record("user", json!("Go on."));
+    record("assistant", json!([{"type": "text", "text": "Done."}]));
+    for (name, lines) in [("rollout.jsonl", &codex[..]), ("session.jsonl", &claude[..])] {
+        let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+        let (_d, path) = temp_file(name, text.as_bytes());
+        let o = run(&[
+            "run",
+            path_str(&path),
+            "--runtime",
+            "agent-runner",
+            "--max-total-tokens",
+            "20",
+            "--emit",
+            "reanchor",
+        ]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("Remaining steps:\n- run the check (pending)\n\n"), "{name}: {out}");
+        assert!(!out.contains("open a PR"), "{name}: {out}");
+    }
+}
