@@ -232,6 +232,11 @@ fn paths_to_write_are_checked_before_any_input_is_read_and_dash_is_stdout() {
     let o = at(&["run", input, "--out", "-"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(o.stdout, plain.stdout);
+    // A file to write whose folder does not exist gets it.
+    let deep = cwd.path().join("new/deeper/x.jsonl");
+    let o = at(&["run", input, "--out", path_str(&deep)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&deep).unwrap(), plain.stdout);
     let o = at(&["replay", input, "--svg", "-"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
