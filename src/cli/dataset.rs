@@ -15,22 +15,30 @@ use std::io::{self, IsTerminal, Write};
 pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs: usize, w: &mut dyn Write) -> Exit {
     crate::signals::install();
     let Some(path) = &settings.rejects else {
-        return run_with(inputs, settings, out_dir, jobs, w, None);
+        return run_with(inputs, settings, out_dir, jobs, w, None).0;
     };
     if crate::output::is_stdout(path) {
         // Stdout is free: the dataset goes to `--out` or `--out-dir` (checked before).
         let stdout = io::stdout();
         let mut lock = io::BufWriter::new(stdout.lock());
-        return run_with(inputs, settings, out_dir, jobs, w, Some(&mut lock));
+        let (code, failed) = run_with(inputs, settings, out_dir, jobs, w, Some(&mut lock));
+        return match failed {
+            Some(e) => {
+                crate::ui::error(&Error::stdout(e).to_string());
+                Exit::Failed
+            }
+            None => code,
+        };
     }
     let mut code = None;
     let written = crate::output::write_output(path, |r| {
-        let c = run_with(inputs, settings, out_dir, jobs, w, Some(r));
+        let (c, failed) = run_with(inputs, settings, out_dir, jobs, w, Some(r));
         code = Some(c);
         if c == Exit::BadInput {
             return Err(io::Error::other("not written")); // abandons the temporary file
         }
-        Ok(())
+        // Rejects that could not all be written are abandoned too, and said once.
+        failed.map_or(Ok(()), Err)
     });
     match (code, written) {
         (Some(c), Ok(())) | (Some(c @ Exit::BadInput), _) => c,
@@ -42,6 +50,8 @@ pub fn run(inputs: &[Input], settings: &Settings, out_dir: Option<&OutDir>, jobs
     }
 }
 
+/// The run, and the error that stopped the rejects being written (the caller says it:
+/// the dataset itself goes on, as the rows are what the run is for).
 fn run_with(
     inputs: &[Input],
     settings: &Settings,
@@ -49,27 +59,29 @@ fn run_with(
     jobs: usize,
     w: &mut dyn Write,
     rejects: Option<&mut dyn Write>,
-) -> Exit {
+) -> (Exit, Option<io::Error>) {
     let threads = jobs.max(1);
     let mut total = Counts::default();
     let mut failed = Vec::new();
-    let mut reporter = Reporter { progress: Progress::new(None), rejects };
+    let mut reporter = Reporter { progress: Progress::new(None), rejects, rejects_failed: None };
     for input in inputs {
         match stream_input(input, settings, out_dir, threads, w, &mut reporter, &mut total) {
             Ok(true) => {}
             // A reader that closed stdout early (`head`) is not an error.
-            Ok(false) => return Exit::Ok,
+            Ok(false) => return (Exit::Ok, reporter.rejects_failed),
             Err(e) => {
                 crate::ui::error(&e.to_string());
                 failed.push(e.exit());
             }
         }
     }
-    if let (Some(r), Some(path)) = (reporter.rejects.as_mut(), &settings.rejects) {
-        if let Err(e) = r.flush() {
-            crate::ui::error(&Error::write(path, e).to_string());
-            failed.push(Exit::Failed);
-        }
+    let rejects_failed = match (reporter.rejects_failed.take(), reporter.rejects.as_mut()) {
+        (Some(e), _) => Some(e),
+        (None, Some(r)) => r.flush().err(),
+        (None, None) => None,
+    };
+    if rejects_failed.is_some() {
+        failed.push(Exit::Failed);
     }
     // Rows are the lines that are not blank, as `validate` and `stats` count them.
     let rows = total.lines - total.blank;
@@ -82,12 +94,13 @@ fn run_with(
         rows - total.changed - total.bad,
         total.bad
     ));
-    match failed[..] {
+    let code = match failed[..] {
         // A single input keeps its own exit code (3 for bad input).
         [code] if inputs.len() == 1 => code,
         [] if total.bad == 0 => Exit::Ok,
         _ => Exit::Failed,
-    }
+    };
+    (code, rejects_failed)
 }
 
 /// What the command line does as a stream goes: the bar, and each bad line on stderr
@@ -95,6 +108,8 @@ fn run_with(
 struct Reporter<'r> {
     progress: Progress,
     rejects: Option<&'r mut dyn Write>,
+    /// Why the rejects stopped being written (no room, a closed pipe): the first error.
+    rejects_failed: Option<io::Error>,
 }
 
 impl Observer for Reporter<'_> {
@@ -108,9 +123,13 @@ impl Observer for Reporter<'_> {
 
     fn bad_line(&mut self, line: usize, message: &str, text: Option<&[u8]>) -> io::Result<()> {
         self.progress.suspend(|| crate::ui::error(message));
-        if let Some(r) = &mut self.rejects {
+        if let (Some(r), None) = (&mut self.rejects, &self.rejects_failed) {
             let text = text.map(String::from_utf8_lossy);
-            writeln!(r, "{}", serde_json::json!({"line": line, "error": message, "text": text}))?;
+            // A rejects file that cannot be written does not stop the dataset (nor is
+            // it taken for stdout failing): it is abandoned, and said at the end.
+            if let Err(e) = writeln!(r, "{}", serde_json::json!({"line": line, "error": message, "text": text})) {
+                self.rejects_failed = Some(e);
+            }
         }
         Ok(())
     }

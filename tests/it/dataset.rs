@@ -510,3 +510,33 @@ fn the_rejects_file_is_written_as_out_is() {
     assert!(stderr(&o).contains("--rejects and --out name the same file"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&rejects).unwrap(), text);
 }
+
+/// A rejects file that cannot be written (no room: `/dev/full`) stops neither the
+/// dataset nor is taken for stdout failing: every row comes out, the rejects' own error
+/// is said once, naming it, and the run exits 4. More than a buffer of rejects, so the
+/// error comes while the dataset streams, not at the end.
+#[test]
+fn a_rejects_file_that_cannot_be_written_loses_no_row() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    }
+    let mut data = String::new();
+    for i in 0..3000 {
+        if i % 2 == 1 {
+            data.push_str(&format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"cut {}\n", "x".repeat(1000)));
+        } else {
+            data.push_str(&format!("{{\"messages\":[{{\"role\":\"user\",\"content\":\"hi {i}\"}}]}}\n"));
+        }
+    }
+    let (_d, path) = crate::support::temp_file("bad.jsonl", data.as_bytes());
+    for jobs in ["1", "2"] {
+        let o = run(&["run", path_str(&path), "--rejects", "/dev/full", "--jobs", jobs]);
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        assert_eq!(o.stdout, data.as_bytes(), "--jobs {jobs}: every row, as read (nothing compacts, bad lines kept)");
+        let err = stderr(&o);
+        assert_eq!(err.matches("/dev/full: cannot write: ").count(), 1, "{err}");
+        assert!(!err.contains("standard output"), "{err}");
+        assert!(err.contains("3000 row(s): "), "{err}");
+    }
+}
