@@ -151,6 +151,20 @@ impl Compression {
         }))
     }
 
+    /// Whether `next` can start a member of this compression: its magic bytes, or, when
+    /// fewer bytes than a magic number are left, its first byte (a member cut that short
+    /// is read as one, and its decoder says where it breaks off).
+    fn may_start(self, next: &[u8]) -> bool {
+        if next.len() >= 4 {
+            return Compression::of(next) == Some(self);
+        }
+        match (self, next.first()) {
+            (Compression::Gzip, Some(&b)) => b == 0x1f,
+            (Compression::Zstd, Some(&b)) => b == 0x28 || b & 0xf0 == 0x50,
+            (_, None) => false,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Compression::Gzip => "gzip",
@@ -217,18 +231,10 @@ impl Read for Members {
             }
             let mut raw = self.member.take().expect("a member was being read").rest();
             let next = raw.fill_buf()?;
-            let Some(&first) = next.first() else { return Ok(0) };
-            // Fewer bytes than a magic number are read as a member, and its decoder
-            // says where it breaks off.
-            let starts = if next.len() >= 4 {
-                Compression::of(next) == Some(self.kind)
-            } else {
-                match self.kind {
-                    Compression::Gzip => first == 0x1f,
-                    Compression::Zstd => first == 0x28 || first & 0xf0 == 0x50,
-                }
-            };
-            if starts {
+            if next.is_empty() {
+                return Ok(0);
+            }
+            if self.kind.may_start(next) {
                 self.member = Some(Member::start(self.kind, raw)?);
                 continue;
             }

@@ -27,6 +27,13 @@ fn replay(path: &str, flags: &[&str]) -> (Vec<Value>, Value, String) {
     (lines, summary, stderr(&o))
 }
 
+/// The re-anchor block the agent runner injects into `path`'s compaction.
+fn reanchor(path: &str, flags: &[&str]) -> String {
+    let o = run(&[&["run", path, "--runtime", "agent-runner", "--emit", "reanchor"][..], flags].concat());
+    assert!(o.status.success(), "{path}: {}", stderr(&o));
+    stdout(&o)
+}
+
 #[test]
 fn claude_code_attachments_are_model_visible_and_bookkeeping_is_skipped_quietly() {
     let o = run(&["decide", RECORDS]);
@@ -208,20 +215,7 @@ fn codex_exit_codes_and_refused_calls_are_read_as_codex_writes_them() {
     let expected: Vec<(String, Value, Value)> =
         expected.into_iter().map(|(c, code, err)| (c.to_string(), code, err)).collect();
     assert_eq!(results, expected);
-    let o = run(&[
-        "run",
-        CASE,
-        "--runtime",
-        "agent-runner",
-        "--max-total-tokens",
-        "50000",
-        "--verify",
-        "python3 hello.py",
-        "--emit",
-        "reanchor",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = stdout(&o);
+    let text = reanchor(CASE, &["--max-total-tokens", "50000", "--verify", "python3 hello.py"]);
     assert!(text.contains("Changed files (most recent first):\n- hello.py\n\n"), "{text}");
     assert!(text.contains("Check status: fail (exit code 3, `python3 hello.py`)"), "{text}");
 }
@@ -299,18 +293,7 @@ fn a_plan_the_agent_refused_is_not_the_remaining_steps() {
     for (name, lines) in [("rollout.jsonl", &codex[..]), ("session.jsonl", &claude[..])] {
         let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
         let (_d, path) = temp_file(name, text.as_bytes());
-        let o = run(&[
-            "run",
-            path_str(&path),
-            "--runtime",
-            "agent-runner",
-            "--max-total-tokens",
-            "20",
-            "--emit",
-            "reanchor",
-        ]);
-        assert!(o.status.success(), "{name}: {}", stderr(&o));
-        let out = stdout(&o);
+        let out = reanchor(path_str(&path), &["--max-total-tokens", "20"]);
         assert!(out.contains("Remaining steps:\n- run the check (pending)\n\n"), "{name}: {out}");
         assert!(!out.contains("open a PR"), "{name}: {out}");
     }
