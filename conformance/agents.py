@@ -1,12 +1,12 @@
 """The real agents, installed from the npm registry and run offline (SPEC 13).
 
-`Claude` and `Codex` each drive one pinned version of the agent in a private home
+`Claude`, `Codex` and `Gemini` each drive one pinned version of the agent in a private home
 under `target/agents/runs/`, against a scripted model server on 127.0.0.1
 (`modelserver.py`), and hand back what it wrote (the session file) and what it sent
 (every request body). Nothing here reaches the network but the npm registry, at
 install time; nothing is written outside `target/agents/`.
 
-Versions: `RIVUMI_AGENT_VERSIONS="claude-code=2.1.332,codex=0.171.0"` (any subset)
+Versions: `RIVUMI_AGENT_VERSIONS="claude-code=2.1.332,codex=0.171.0,gemini-cli=0.61.0"` (any subset)
 overrides the pinned ones below.
 """
 
@@ -24,8 +24,12 @@ ROOT = os.path.dirname(HERE)
 TARGET = os.path.join(ROOT, "target", "agents")
 
 # The versions this repository was last checked against (README, "Resuming").
-PINNED = {"claude-code": "2.1.332", "codex": "0.171.0"}
-PACKAGES = {"claude-code": ("@anthropic-ai/claude-code", "claude"), "codex": ("@openai/codex", "codex")}
+PINNED = {"claude-code": "2.1.332", "codex": "0.171.0", "gemini-cli": "0.61.0"}
+PACKAGES = {
+    "claude-code": ("@anthropic-ai/claude-code", "claude"),
+    "codex": ("@openai/codex", "codex"),
+    "gemini-cli": ("@google/gemini-cli", "gemini"),
+}
 
 
 def versions():
@@ -211,3 +215,46 @@ class Codex(Agent):
     def session_id(path):
         with open(path, encoding="utf-8") as f:
             return json.loads(f.readline())["payload"]["id"]
+
+
+class Gemini(Agent):
+    """Gemini CLI with an API key against the scripted server (`GOOGLE_GEMINI_BASE_URL`).
+
+    The model is named (`-m`): with none, Gemini CLI routes each prompt through a
+    classifier call first, which the scripted server does not script.
+    """
+
+    name = "gemini-cli"
+
+    def __init__(self, version=None, label="run", model="gemini-2.5-pro", settings=None):
+        super().__init__(version, label)
+        self.model = model
+        gemini = os.path.join(self.home, ".gemini")
+        os.makedirs(gemini, exist_ok=True)
+        merged = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+        merged.update(settings or {})
+        with open(os.path.join(gemini, "settings.json"), "w") as f:
+            json.dump(merged, f)
+
+    def command(self, prompt, port, resume, args):
+        env = base_env(self.home)
+        env.update({
+            "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{port}",
+            "GEMINI_API_KEY": "scripted",
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        })
+        cmd = [self.exe, "-m", self.model, "--yolo"]
+        if resume:
+            cmd += ["--resume", resume]
+        cmd += ["-p", prompt] + args
+        return cmd, env
+
+    def sessions(self):
+        """Main session files (not sub-agents'), newest last."""
+        files = glob.glob(os.path.join(self.home, ".gemini", "tmp", "*", "chats", "session-*.json*"))
+        return sorted(files, key=os.path.getmtime)
+
+    @staticmethod
+    def session_id(path):
+        with open(path, encoding="utf-8") as f:
+            return json.loads(f.readline())["sessionId"]

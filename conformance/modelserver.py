@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A scripted model server for the real agents (SPEC 13), on 127.0.0.1 only.
 
-It answers the streaming Anthropic Messages API (POST /v1/messages, for Claude Code)
-and the streaming OpenAI Responses API (POST /v1/responses, for Codex) from a script,
-and records every request body it gets, so a test can read exactly what the agent sent.
+It answers the streaming Anthropic Messages API (POST /v1/messages, for Claude Code),
+the streaming OpenAI Responses API (POST /v1/responses, for Codex) and the Gemini API
+(POST /v1beta/models/MODEL:streamGenerateContent?alt=sse and :generateContent, for the
+Gemini CLI) from a script, and records every request body it gets, so a test can read
+exactly what the agent sent.
 
 The script is a JSON object:
   {"steps": [STEP, ...],          # answers to the agent's own turns, in order
@@ -13,7 +15,8 @@ The script is a JSON object:
 A step may hold a text, a tool call, or both (text first). usage is what the server
 reports for that call, in the API's own keys: Anthropic `input_tokens`,
 `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`; OpenAI
-`input_tokens` (cached included), `cached_tokens`, `output_tokens`.
+`input_tokens` (cached included), `cached_tokens`, `output_tokens`; Gemini
+`promptTokenCount` (cached included), `cachedContentTokenCount`, `candidatesTokenCount`.
 
 A request is a *compaction* when the agent asks for a summary of the conversation
 (its last user text asks for one), *side* when it carries no tools, else a *step*.
@@ -83,6 +86,13 @@ def last_user_text(messages):
 
 
 def classify(body, api):
+    if api == "gemini":
+        # Gemini CLI's compressor sends its own system instruction (a <state_snapshot>),
+        # twice: the summary, then a verification of it.
+        system = " ".join(texts((body.get("systemInstruction") or {}).get("parts", [])))
+        if "<state_snapshot>" in system:
+            return "compact"
+        return "step" if body.get("tools") else "side"
     messages = body.get("messages") if api == "anthropic" else body.get("input")
     text = last_user_text(messages)
     if any(k in text for k in COMPACT_MARKERS):
@@ -162,6 +172,27 @@ def openai_events(n, model, step):
     return b"".join(out)
 
 
+def gemini_response(n, model, step):
+    """One GenerateContentResponse: the step's text and call, its usage figures."""
+    u = step.get("usage", {})
+    parts = []
+    if step.get("text"):
+        parts.append({"text": step["text"]})
+    if step.get("tool"):
+        t = step["tool"]
+        parts.append({"functionCall": {"name": t["name"], "args": t.get("input", {})}})
+    prompt, cached, out = u.get("promptTokenCount", 10), u.get("cachedContentTokenCount", 0), u.get("candidatesTokenCount", 5)
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": out, "totalTokenCount": prompt + out}
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": usage, "modelVersion": model, "responseId": f"resp_scripted_{n}"}
+
+
+def gemini_events(n, model, step):
+    return b"data: " + json.dumps(gemini_response(n, model, step)).encode() + b"\r\n\r\n"
+
+
 def make_handler(script, record):
     counter = itertools.count()
     # Ids unique across servers: an agent resumed against a new server must never get
@@ -201,7 +232,12 @@ def make_handler(script, record):
             if path.endswith("/messages/count_tokens"):
                 self.reply(200, "application/json", b'{"input_tokens": 10}')
                 return
-            if path.endswith("/messages"):
+            if path.endswith(":countTokens"):
+                self.reply(200, "application/json", b'{"totalTokens": 10}')
+                return
+            if ":streamGenerateContent" in path or ":generateContent" in path:
+                api = "gemini"
+            elif path.endswith("/messages"):
                 api = "anthropic"
             elif path.endswith("/responses"):
                 api = "openai"
@@ -216,6 +252,14 @@ def make_handler(script, record):
             with open(os.path.join(record, f"{n:04d}-{api}-{kind}.json"), "w", encoding="utf-8") as f:
                 json.dump({"path": path, "kind": kind, "step": index, "body": body}, f)
             model = body.get("model", "scripted")
+            if api == "gemini":
+                model = path.rsplit("/", 1)[-1].split(":")[0]
+                if ":generateContent" in path:
+                    body = json.dumps(gemini_response(f"{run}_{n}", model, step)).encode()
+                    self.reply(200, "application/json", body)
+                    return
+                self.reply(200, "text/event-stream", gemini_events(f"{run}_{n}", model, step))
+                return
             events = anthropic_events if api == "anthropic" else openai_events
             self.reply(200, "text/event-stream", events(f"{run}_{n}", model, step))
 

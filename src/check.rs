@@ -349,6 +349,7 @@ impl Case<'_> {
                 s = s.with_profile(crate::config::Profile::of_format(canonical.format));
             }
             let t = crate::transcript::parse(&canonical.bytes, name).map_err(|e| canonical.relocate(e))?;
+            canonical.accounting_of(&t, name)?;
             let layered = s.config_for(t.session.as_ref(), name)?;
             let r = crate::replay::replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
             let svg = crate::chart::svg(&r, &input_name);
@@ -358,7 +359,10 @@ impl Case<'_> {
             ));
         }
         // Paths in decisions and hook payloads are relative to the case, never absolute.
-        let mut done = engine::process(&canonical.bytes, name, &s).map_err(|e| canonical.relocate(e))?;
+        let t = crate::transcript::parse(&canonical.bytes, name).map_err(|e| canonical.relocate(e))?;
+        let accounting = canonical.accounting_of(&t, name)?;
+        let mut done = engine::process_parsed(t, name, &s).map_err(|e| canonical.relocate(e))?;
+        done.accounting = accounting;
         if let Some(e) = done.refusal() {
             return Err(e);
         }

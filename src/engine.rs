@@ -191,6 +191,9 @@ pub struct Processed<'a> {
     /// The input as read and its format, kept when the transcript is written back in
     /// the agent's own format (`--output-format claude-code|codex`).
     pub original: Option<(crate::formats::InputFormat, std::sync::Arc<[u8]>)>,
+    /// Where every record of the input went (SPEC 1 "Accounting"): the importer's
+    /// count, or the canonical transcript's own.
+    pub accounting: transcript::Accounting,
 }
 
 impl Processed<'_> {
@@ -262,7 +265,9 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
     warnings.extend(settings.inert(&config, name));
     warnings.extend(over_window(&config, plan.decision.used, t.session.as_ref(), name));
     let output_format = settings.output_format;
+    let accounting = t.accounting();
     Ok(Processed {
+        accounting,
         transcript: t,
         transcript_name: name.to_path_buf(),
         config,
@@ -386,7 +391,12 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
     let mut s = settings.clone();
     s.input_format = canonical.format;
     let bytes = &canonical.bytes;
-    let mut done = process(bytes, &input.path, &s).map_err(|e| canonical.relocate(e))?;
+    let t = transcript::parse(bytes, &input.path).map_err(|e| canonical.relocate(e))?;
+    // The configuration's errors first: they say more than that there is no item.
+    s.config_of(t.session.as_ref(), &input.path)?;
+    let accounting = canonical.accounting_of(&t, &input.path)?;
+    let mut done = process_parsed(t, &input.path, &s).map_err(|e| canonical.relocate(e))?;
+    done.accounting = accounting;
     // A mapped input that shrank meanwhile was read as zeros: nothing made of it counts,
     // and nothing made of it is committed while `f` writes.
     bytes.intact(&input.path)?;

@@ -106,7 +106,9 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
         let path = PathBuf::from(arg);
         if path.is_dir() {
             let before = out.len();
-            Walk::new(&path, exts, exclude.as_deref(), None).run(&path, &mut out)?;
+            let mut walk = Walk::new(&path, exts, exclude.as_deref(), None);
+            walk.sniff_json = format == InputFormat::Auto;
+            walk.run(&path, &mut out)?;
             if out.len() == before {
                 return Err(Error::bad_input(
                     &path,
@@ -192,13 +194,23 @@ struct Walk<'a> {
     exts: &'a [&'a str],
     exclude: Option<&'a Path>,
     filter: Filter<'a>,
+    /// Whether `.json` files are transcripts only when their head says so (`auto`).
+    sniff_json: bool,
     seen: std::collections::HashMap<(u64, u64), PathBuf>,
     ancestors: Vec<(u64, u64)>,
 }
 
 impl<'a> Walk<'a> {
     fn new(root: &'a Path, exts: &'a [&'a str], exclude: Option<&'a Path>, filter: Filter<'a>) -> Self {
-        Walk { root, exts, exclude, filter, seen: std::collections::HashMap::default(), ancestors: Vec::new() }
+        Walk {
+            root,
+            exts,
+            exclude,
+            filter,
+            sniff_json: false,
+            seen: std::collections::HashMap::default(),
+            ancestors: Vec::new(),
+        }
     }
 
     fn run(&mut self, dir: &Path, out: &mut Vec<Input>) -> Result<()> {
@@ -232,6 +244,17 @@ impl<'a> Walk<'a> {
         Ok(())
     }
 
+    /// A `.json` file a walk for any format (`auto`) finds is a transcript only when its
+    /// head shows one (an OpenHands dump, a Gemini CLI session, a SWE-agent trajectory):
+    /// configuration files sit beside transcripts. Other extensions are taken as they are.
+    fn transcript_json(&self, p: &Path) -> bool {
+        if !self.sniff_json || !has_extension(p, &["json"]) {
+            return true;
+        }
+        let Ok(opened) = Opened::file(p) else { return true }; // its error is reported when it is read
+        crate::formats::detect_for(p, opened.head()) != InputFormat::Auto
+    }
+
     fn entry(&mut self, p: PathBuf, file_type: Option<std::fs::FileType>, out: &mut Vec<Input>) -> Result<()> {
         let linked = file_type.is_some_and(|t| t.is_symlink());
         // Only a symbolic link needs a stat to learn what it points to.
@@ -246,7 +269,7 @@ impl<'a> Walk<'a> {
             }
             return Ok(());
         }
-        let ext_ok = self.exts.is_empty() || has_extension(&p, self.exts);
+        let ext_ok = self.exts.is_empty() || (has_extension(&p, self.exts) && self.transcript_json(&p));
         let norm: PathBuf = p.components().filter(|c| !matches!(c, Component::CurDir)).collect();
         if !ext_ok || self.filter.is_some_and(|f| !f(&p) && !f(&norm)) {
             return Ok(());

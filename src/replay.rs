@@ -446,6 +446,7 @@ pub fn replay_file(
     let s =
         settings.clone().with_profile(profile.unwrap_or_else(|| crate::config::Profile::of_format(canonical.format)));
     let t = crate::transcript::parse(&canonical.bytes, path).map_err(|e| canonical.relocate(e))?;
+    canonical.accounting_of(&t, path)?;
     let layered = s.config_for(t.session.as_ref(), path)?;
     let r = replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
     Ok(r.json_lines())

@@ -32,6 +32,7 @@ pub fn decision_report(done: &Processed<'_>) -> String {
     }
     let _ = writeln!(out, "trigger:     {}", d.trigger.as_str());
     let _ = writeln!(out, "input:       {}", d.input_format);
+    let _ = writeln!(out, "records:     {}", done.accounting.summary());
     let _ = writeln!(out, "context:     {}", context_line(done));
     let _ = writeln!(out, "action:      {}", d.action.as_str());
     if d.reasons.is_empty() {
@@ -107,6 +108,7 @@ pub fn turn_rows(done: &Processed<'_>) -> Vec<TurnRow> {
 /// `decide --json`: the decision with its per-turn rows.
 pub fn decision_with_turns(done: &Processed<'_>) -> String {
     let mut v = serde_json::to_value(&done.plan.decision).expect("a decision serializes");
+    v["records"] = serde_json::to_value(&done.accounting).expect("counts serialize");
     v["turns"] = serde_json::to_value(turn_rows(done)).expect("rows serialize");
     let mut s = serde_json::to_string_pretty(&v).expect("a value serializes");
     s.push('\n');
@@ -208,6 +210,9 @@ pub fn decide_file(path: &std::path::Path, settings: &crate::engine::Settings) -
     let canonical = crate::formats::import(raw, path, settings.input_format)?;
     let mut s = settings.clone();
     (s.input_format, s.dry_run) = (canonical.format, true);
-    let done = crate::engine::process(&canonical.bytes, path, &s).map_err(|e| canonical.relocate(e))?;
+    let t = crate::transcript::parse(&canonical.bytes, path).map_err(|e| canonical.relocate(e))?;
+    let accounting = canonical.accounting_of(&t, path)?;
+    let mut done = crate::engine::process_parsed(t, path, &s).map_err(|e| canonical.relocate(e))?;
+    done.accounting = accounting;
     Ok(decision_with_turns(&done))
 }

@@ -94,6 +94,15 @@ fn extra_sections() -> String {
         roff.text([roman(code.as_str())]);
         roff.text([roman(code.meaning())]);
     }
+    roff.control("SH", ["RECORDS"]);
+    roff.text([roman(
+        "Every record of an input is read into an item (a message or a tool result) or counted under one of these reasons; run's summary line on stderr and decide show the counts (decide --json as \"records\"). A non-empty input that gives no item is bad input (exit 3), naming the format read and what was left out; detection never settles on a format under which most records are of an unknown type.",
+    )]);
+    for why in <crate::transcript::Skip as strum::VariantArray>::VARIANTS {
+        roff.control("TP", []);
+        roff.text([roman(why.as_str())]);
+        roff.text([roman(why.meaning())]);
+    }
     roff.control("SH", ["EXIT STATUS"]);
     for (code, meaning) in crate::error::Exit::TABLE {
         roff.control("TP", []);

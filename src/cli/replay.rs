@@ -44,6 +44,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<Exit> {
         settings = settings.with_profile(crate::config::Profile::of_format(canonical.format));
     }
     let t = transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
+    canonical.accounting_of(&t, &input.path)?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
     layered.warnings.iter().for_each(|w| crate::ui::warn(w));
     let profile = settings.profile();

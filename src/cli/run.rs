@@ -119,7 +119,12 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
                 if let (Some(e), false) = (done.refusal(), args.dry_run) {
                     return Err(e);
                 }
-                crate::ui::note(&format!("{}: {}", input.display_name(), done.plan.decision.one_line()));
+                crate::ui::note(&format!(
+                    "{}: {}; {}",
+                    input.display_name(),
+                    done.plan.decision.one_line(),
+                    done.accounting.summary()
+                ));
                 let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
                 nothing_emitted_note(input, done, emit);
                 if emit == Emit::Transcript {
@@ -173,7 +178,8 @@ fn run_batch(
                 output::write_out_dir(out, &input.out_name, done)?;
                 nothing_compacted_note(input, done);
             }
-            let line = format!("{}: {}", input.display_name(), done.plan.decision.one_line());
+            let line =
+                format!("{}: {}; {}", input.display_name(), done.plan.decision.one_line(), done.accounting.summary());
             // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order;
             // decisions as JSON Lines that name their input.
             let mut emitted = Vec::new();

@@ -5,6 +5,7 @@
 
 use super::common::{json_lines, message, text_of, tool_result, Imported};
 use crate::error::Result;
+use crate::transcript::Skip;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -36,16 +37,33 @@ pub(crate) const PRESERVED: &str = "~preserved";
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let lines = json_lines(raw, file)?;
     let records: Vec<&Value> = lines.iter().map(|(_, v)| v).collect();
-    let on_thread = main_thread(&records);
+    // A sub-agent's own file (`<session>/subagents/agent-*.jsonl`) is all sidechain: its
+    // sidechain records are its conversation.
+    let sidechain_file = is_sidechain_file(&records);
+    let on_thread = main_thread(&records, sidechain_file);
     let by_uuid: HashMap<&str, usize> =
         records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
     let mut st = State::default();
+    // The first copy of each record by uuid: a resumed session logs records again.
+    let mut first_copy: HashMap<&str, usize> = HashMap::new();
     // The preserved segment of the latest boundary seen, restated after its anchor.
     let mut preserved: Option<(String, Vec<usize>)> = None;
     for (idx, r) in records.iter().enumerate() {
-        st.out.line = lines[idx].0;
+        st.out.begin(lines[idx].0);
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         st.session_id = st.session_id.take().or_else(|| r.get("sessionId").and_then(Value::as_str).map(str::to_string));
+        if let Some(uuid) = r.get("uuid").and_then(Value::as_str) {
+            match first_copy.get(uuid) {
+                Some(&k) if relogged(records[k], r) => {
+                    st.out.leave_out(Skip::Superseded);
+                    continue;
+                }
+                Some(_) => {} // the same uuid for another record: a real conflict, reported
+                None => {
+                    first_copy.insert(uuid, idx);
+                }
+            }
+        }
         if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("compact_boundary") && on_thread[idx] {
             st.compactions += 1;
             st.out.push(boundary_event(r, st.compactions));
@@ -54,12 +72,19 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         }
         let visible = matches!(ty, "user" | "assistant") || (ty == "attachment" && r.get("rendered").is_some());
         if !visible {
-            if !NOT_MODEL_VISIBLE.contains(&ty) && ty != "attachment" {
+            if NOT_MODEL_VISIBLE.contains(&ty) || ty == "attachment" {
+                st.out.leave_out(Skip::Bookkeeping);
+            } else {
                 st.out.skip(if ty.is_empty() { "(no type)" } else { ty });
             }
             continue;
         }
-        if !on_thread[idx] || r.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+        if is_sidechain(r) && !sidechain_file {
+            st.out.leave_out(Skip::Sidechain);
+            continue;
+        }
+        if !on_thread[idx] {
+            st.out.leave_out(Skip::OffThread);
             continue;
         }
         st.record(r, "");
@@ -72,7 +97,47 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
             preserved = None;
         }
     }
+    if sidechain_file {
+        st.sidechain = true;
+    }
+    st.subagents = subagent_files(file);
     Ok(st.finish(file))
+}
+
+/// Whether a file is a sub-agent's own thread: it has messages, all of them sidechain.
+pub(crate) fn is_sidechain_file(records: &[&Value]) -> bool {
+    !records.iter().any(|r| is_message(r) && !is_sidechain(r))
+        && records.iter().any(|r| is_message(r) && is_sidechain(r))
+}
+
+fn is_message(r: &Value) -> bool {
+    matches!(r.get("type").and_then(Value::as_str), Some("user" | "assistant"))
+}
+
+fn is_sidechain(r: &Value) -> bool {
+    r.get("isSidechain").and_then(Value::as_bool) == Some(true)
+}
+
+/// A record logged again when a session was resumed: the same uuid, the same parent
+/// and the same message as its first copy (only the session, the time and such
+/// bookkeeping differ).
+fn relogged(first: &Value, again: &Value) -> bool {
+    ["parentUuid", "type", "message", "toolUseResult", "subtype", "content"]
+        .iter()
+        .all(|k| first.get(k) == again.get(k))
+}
+
+/// The sub-agents' files Claude Code writes beside a main session `<dir>/<id>.jsonl`:
+/// `<dir>/<id>/subagents/agent-*.jsonl`, sorted.
+fn subagent_files(file: &Path) -> Vec<std::path::PathBuf> {
+    let (Some(dir), Some(stem)) = (file.parent(), file.file_stem()) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir.join(stem).join("subagents")) else { return Vec::new() };
+    let mut out: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
+        .collect();
+    out.sort();
+    out
 }
 
 /// The records a boundary's `preservedSegment` keeps in the new context, in file order,
@@ -113,6 +178,10 @@ struct State {
     cwd: Option<String>,
     session_id: Option<String>,
     restated_from: Option<usize>,
+    /// The file is a sub-agent's thread (every message a sidechain).
+    sidechain: bool,
+    /// The sub-agents' files beside a main session.
+    subagents: Vec<std::path::PathBuf>,
 }
 
 impl State {
@@ -126,12 +195,20 @@ impl State {
         if ty == "attachment" {
             // Rendered as a system reminder: instructions, not history (SPEC 4).
             let blocks: Vec<Value> = rendered(r).into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+            if blocks.is_empty() {
+                self.out.leave_out(Skip::Empty);
+                return;
+            }
             self.out.push(Value::Object(message(&uuid, &format!("turn-{turn}"), "system", Value::Array(blocks))));
         } else if ty == "assistant" {
             if let Some(m) = msg.get("model").and_then(Value::as_str).filter(|m| !m.starts_with('<')) {
                 self.model = Some(m.to_string());
             }
+            let before = self.out.records.len();
             let at = assistant(&mut self.out, &mut self.groups, &mut self.names, &msg, &uuid, suffix, turn);
+            if self.out.records.len() == before {
+                self.out.joined(); // a later part of a message split over records
+            }
             if !suffix.is_empty() {
                 // A restated message is not a model call of the new context.
                 self.out.records[at]["usage"] = super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached);
@@ -149,7 +226,11 @@ impl State {
             if is_prompt && suffix.is_empty() {
                 self.turn += 1;
             }
+            let before = self.out.records.len();
             user(&mut self.out, &self.names, &content, &uuid, self.turn);
+            if self.out.records.len() == before {
+                self.out.leave_out(Skip::Empty);
+            }
         }
     }
 
@@ -167,6 +248,20 @@ impl State {
             }
             None => super::models::CLAUDE_CODE_ASSUMED,
         };
+        if !self.subagents.is_empty() {
+            let names: Vec<String> =
+                self.subagents.iter().map(|p| crate::ui::escape(&p.display().to_string())).collect();
+            self.out.warnings.push(format!(
+                "{}: claude-code: its sub-agents' threads are in {} file(s) beside it, read apart (each is a transcript of its own): {}",
+                file.display(),
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        if self.sidechain {
+            // Not a configuration key: says the thread is a sub-agent's.
+            self.out.session.insert("thread".into(), json!("sidechain"));
+        }
         self.out.session.insert("id".into(), json!(self.session_id.unwrap_or_else(|| "claude-code".into())));
         self.out.session.insert(
             "runtime".into(),
@@ -201,13 +296,13 @@ fn rendered(r: &Value) -> Vec<String> {
 /// Marks the records of the main thread: the path from the last record to the root
 /// (crossing compact boundaries through `logicalParentUuid`), plus the other records of
 /// the same API messages and the results of the calls on it.
-pub(crate) fn main_thread(records: &[&Value]) -> Vec<bool> {
+pub(crate) fn main_thread(records: &[&Value], sidechain_file: bool) -> Vec<bool> {
     let uuid_at: HashMap<&str, usize> =
         records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
     let mut on = vec![false; records.len()];
     let main = |k: usize| {
         let r = records[k];
-        r.get("uuid").is_some() && r.get("isSidechain").and_then(Value::as_bool) != Some(true)
+        r.get("uuid").is_some() && (sidechain_file || !is_sidechain(r))
     };
     // Where the walk goes on when the chain breaks: the latest record before `i`, in
     // file order, that is not on the path yet.
@@ -247,6 +342,15 @@ pub(crate) fn main_thread(records: &[&Value]) -> Vec<bool> {
     }
     for (i, r) in records.iter().enumerate() {
         if blocks(r).iter().any(|b| b.get("tool_use_id").and_then(Value::as_str).is_some_and(|id| calls.contains(id))) {
+            on[i] = true;
+        }
+    }
+    // Every copy of a record on the thread is on it (a resumed session logs records
+    // again; the first copy is the one read).
+    let on_uuids: HashSet<&str> =
+        (0..records.len()).filter(|&i| on[i]).filter_map(|i| records[i].get("uuid")?.as_str()).collect();
+    for (i, r) in records.iter().enumerate() {
+        if r.get("uuid").and_then(Value::as_str).is_some_and(|u| on_uuids.contains(u)) {
             on[i] = true;
         }
     }

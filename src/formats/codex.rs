@@ -4,6 +4,7 @@
 
 use super::common::{json_lines, message, text_of, tool_result, Imported};
 use crate::error::Result;
+use crate::transcript::Skip;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,24 +14,50 @@ use std::path::Path;
 const QUIET: &[&str] = &["session_meta", "turn_context", "event_msg", "token_usage_record", "world_state", "harness"];
 /// `response_item` types with no text the model is resent (reasoning is encrypted).
 const QUIET_ITEMS: &[&str] = &["reasoning", "ghost_snapshot", "compaction"];
+/// The response items a rollout of the versions before the `{type, payload}` wrapper
+/// wrote bare, one per line (2025).
+const BARE_ITEMS: &[&str] = &[
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "reasoning",
+    "agent_message",
+    "web_search_call",
+];
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let lines = json_lines(raw, file)?;
     let mut st = State::default();
     for (line, r) in &lines {
-        st.out.line = *line;
+        st.out.begin(*line);
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
-        let p = r.get("payload").unwrap_or(&Value::Null);
+        let Some(p) = r.get("payload") else {
+            st.bare(r, ty, *line);
+            continue;
+        };
         match ty {
-            "session_meta" if st.session_id.is_none() => {
-                st.session_id = p.get("id").and_then(Value::as_str).map(str::to_string);
-                st.cwd = st.cwd.take().or_else(|| p.get("cwd").and_then(Value::as_str).map(str::to_string));
+            "session_meta" => {
+                if st.session_id.is_none() {
+                    st.session_id = p.get("id").and_then(Value::as_str).map(str::to_string);
+                    st.cwd = st.cwd.take().or_else(|| p.get("cwd").and_then(Value::as_str).map(str::to_string));
+                }
+                st.out.leave_out(Skip::Header);
             }
-            "turn_context" => st.turn_context(p),
+            "turn_context" => {
+                st.turn_context(p);
+                st.out.leave_out(Skip::Bookkeeping);
+            }
             "response_item" => st.item(p, &format!("L{line}")),
-            "event_msg" => st.event(p, *line),
+            "event_msg" => {
+                st.event(p, *line);
+                st.out.leave_out(Skip::Bookkeeping);
+            }
             "compacted" => st.compacted(p, *line),
-            _ if QUIET.contains(&ty) => {}
+            _ if QUIET.contains(&ty) => st.out.leave_out(Skip::Bookkeeping),
             _ => st.out.skip(if ty.is_empty() { "(no type)" } else { ty }),
         }
     }
@@ -65,6 +92,9 @@ struct State {
     previous_call_total: Option<u64>,
     /// Records of a new turn written before its `turn_context` (they take its id).
     awaiting_context: Vec<usize>,
+    /// The record of the latest prompt since the last `turn_context` (what waits after
+    /// it is the next prompt's).
+    prompted: Option<usize>,
     /// Exit codes Codex reported for a call before its output was written (0.171: an
     /// `item_completed` command execution; earlier: `exec_command_end`), by call id.
     exit_codes: HashMap<String, i64>,
@@ -73,6 +103,29 @@ struct State {
 }
 
 impl State {
+    /// A line of a rollout written before the `{type, payload}` wrapper: the session's
+    /// `{id, timestamp, instructions}` first line, `{"record_type": "state"}` lines, and
+    /// response items one per line.
+    fn bare(&mut self, r: &Value, ty: &str, line: usize) {
+        if r.get("record_type").is_some() {
+            self.out.leave_out(Skip::Bookkeeping);
+        } else if BARE_ITEMS.contains(&ty) || (ty.is_empty() && r.get("role").is_some()) {
+            self.item(r, &format!("L{line}"));
+        } else if ty.is_empty() && r.get("id").is_some() && self.session_id.is_none() {
+            self.session_id = r.get("id").and_then(Value::as_str).map(str::to_string);
+            // The instructions the session ran with are its system text.
+            match r.get("instructions").and_then(Value::as_str).filter(|s| !s.trim().is_empty()) {
+                Some(text) => {
+                    let turn = self.turn_id();
+                    self.out.push(Value::Object(message(&format!("L{line}"), &turn, "system", json!(text))));
+                }
+                None => self.out.leave_out(Skip::Header),
+            }
+        } else {
+            self.out.skip(if ty.is_empty() { "(no type)" } else { ty });
+        }
+    }
+
     fn turn_context(&mut self, p: &Value) {
         let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
         if let Some(id) = s("turn_id") {
@@ -83,6 +136,7 @@ impl State {
             self.turn = id;
         }
         self.awaiting_context.clear();
+        self.prompted = None;
         self.cwd = s("cwd").or(self.cwd.take());
         self.mode = s("approval_policy").or(self.mode.take());
         let sandbox = p.get("sandbox_policy");
@@ -122,7 +176,7 @@ impl State {
                 self.call(&p, id, args);
             }
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => self.output(p, id),
-            _ if QUIET_ITEMS.contains(&kind) => {}
+            _ if QUIET_ITEMS.contains(&kind) => self.out.leave_out(Skip::Bookkeeping),
             _ => self.out.skip(&format!("response_item/{kind}")),
         }
     }
@@ -133,7 +187,10 @@ impl State {
         // A text this tool injected (`--output-format codex`), known by its mark (never
         // by its text: a user can type that).
         let injected = p.get(super::openhands::INJECTED_KEY).and_then(Value::as_str).filter(|_| role == "user");
-        if role == "user" && injected.is_none() {
+        // The context Codex sends with a prompt (environment, AGENTS.md) opens no turn:
+        // it belongs to the prompt's.
+        let prompt = role == "user" && injected.is_none() && !is_context(&text);
+        if prompt {
             self.turns += 1;
         }
         let turn = self.turn_id();
@@ -145,13 +202,22 @@ impl State {
         let at = self.out.records.len() - 1;
         if role == "assistant" {
             self.assistant_at(at);
-        } else {
-            self.open_assistant = None;
-            if role == "user" {
-                self.awaiting_context = vec![at];
-            } else if !self.awaiting_context.is_empty() {
-                self.awaiting_context.push(at);
+            return;
+        }
+        self.open_assistant = None;
+        if prompt {
+            // What came before the prompt, since the last turn_context or the prompt
+            // before it, is its turn's.
+            if let Some(last) = self.prompted {
+                self.awaiting_context.retain(|&k| k > last);
             }
+            for &k in &self.awaiting_context {
+                self.out.records[k]["turn"] = json!(turn);
+            }
+            self.prompted = Some(at);
+            self.awaiting_context.push(at);
+        } else if role == "user" || !self.awaiting_context.is_empty() || self.prompted.is_none() {
+            self.awaiting_context.push(at);
         }
     }
 
@@ -160,6 +226,7 @@ impl State {
         let name = p.get("name").and_then(Value::as_str).unwrap_or("tool").to_string();
         self.names.insert(call_id.clone(), name.clone());
         let at = if let Some(at) = self.open_assistant {
+            self.out.joined(); // a call of the reply before it
             at
         } else {
             let turn = self.turn_id();
@@ -343,8 +410,7 @@ impl State {
         };
         let mut dropped = false;
         while self.out.records.last().is_some_and(is_compaction_call) {
-            self.out.records.pop();
-            self.out.lines.pop();
+            self.out.pop(Skip::Lifecycle);
             dropped = true;
         }
         if dropped {
@@ -372,6 +438,19 @@ impl State {
         }
         self.out
     }
+}
+
+/// A user message that is context Codex sends, not a prompt: one tagged block
+/// (`<environment_context>…</environment_context>`, `<user_instructions>…`) or the
+/// AGENTS.md instructions.
+fn is_context(text: &str) -> bool {
+    let t = text.trim();
+    if t.starts_with("# AGENTS.md instructions") {
+        return true;
+    }
+    let Some(rest) = t.strip_prefix('<') else { return false };
+    let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ')).collect();
+    !name.is_empty() && rest[name.len()..].starts_with('>') && t.ends_with(&format!("</{name}>"))
 }
 
 fn with_role(item: &Value, role: &str) -> Value {

@@ -3,10 +3,12 @@
 
 use crate::error::{Error, Result};
 pub(crate) use crate::transcript::text_of;
+use crate::transcript::{Accounting, Skip};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
-/// What an importer hands back: canonical records plus counts worth a warning.
+/// What an importer hands back: canonical records, where each came from, and what
+/// became of every input record (SPEC 1 "Accounting").
 #[derive(Debug, Default)]
 pub struct Imported {
     pub session: Map<String, Value>,
@@ -14,18 +16,109 @@ pub struct Imported {
     /// For each record, the 1-based line of the input it came from (0: a whole-file
     /// document, where lines are not tracked).
     pub lines: Vec<usize>,
+    /// For each record, the input record it came from (an index into `fates`).
+    origins: Vec<usize>,
     /// The input line being imported, given to the records pushed now.
     pub line: usize,
+    /// For each input record read, why it was left out, when an importer said so.
+    fates: Vec<Option<Skip>>,
+    /// Input records read into an item another record began (a part of a split
+    /// message, a call joined to the reply before it).
+    joined: std::collections::BTreeSet<usize>,
+    /// Records of a type the importer does not know, by type.
     pub skipped: std::collections::BTreeMap<String, usize>,
     /// Other warnings the importer has for the user (complete lines).
     pub warnings: Vec<String>,
 }
 
 impl Imported {
-    /// Adds a record that comes from the current input line.
+    /// Starts the next input record (on `line`; 0 for an entry of a document); the
+    /// records pushed until the next call come from it. Returns its index.
+    pub fn begin(&mut self, line: usize) -> usize {
+        self.line = line;
+        self.fates.push(None);
+        self.fates.len() - 1
+    }
+
+    /// The input record being imported.
+    pub fn current(&self) -> usize {
+        self.fates.len().saturating_sub(1)
+    }
+
+    /// Adds a record that comes from the current input record.
     pub fn push(&mut self, record: Value) {
+        let at = self.current();
+        self.push_from(at, self.line, record);
+    }
+
+    /// Adds a record that comes from input record `origin` (on `line`).
+    pub fn push_from(&mut self, origin: usize, line: usize, record: Value) {
         self.records.push(record);
-        self.lines.push(self.line);
+        self.lines.push(line);
+        self.origins.push(origin);
+    }
+
+    /// Removes the last record (an importer that finds it was not history after all);
+    /// its input record is then left out as `why`, unless another record holds it.
+    pub fn pop(&mut self, why: Skip) -> Option<Value> {
+        let record = self.records.pop()?;
+        self.lines.pop();
+        if let Some(origin) = self.origins.pop() {
+            self.leave_out_at(origin, why);
+        }
+        Some(record)
+    }
+
+    /// The current input record is read into an item another record began.
+    pub fn joined(&mut self) {
+        self.joined.insert(self.current());
+    }
+
+    /// The current input record is left out, for this reason (the first reason given
+    /// stands).
+    pub fn leave_out(&mut self, why: Skip) {
+        let at = self.current();
+        self.leave_out_at(at, why);
+    }
+
+    /// Input record `at` is left out, for this reason (the first reason given stands).
+    pub fn leave_out_at(&mut self, at: usize, why: Skip) {
+        if let Some(fate) = self.fates.get_mut(at) {
+            fate.get_or_insert(why);
+        }
+    }
+
+    /// The current input record is of a type this importer does not know.
+    pub fn skip(&mut self, kind: &str) {
+        *self.skipped.entry(kind.to_string()).or_default() += 1;
+        self.leave_out(Skip::Unknown);
+    }
+
+    /// Where every input record went: an item holds it, or it was left out under the
+    /// reason given (an event made of it is lifecycle; a record no rule took is counted
+    /// as unaccounted, never dropped unseen).
+    pub fn accounting(&self) -> Accounting {
+        let is_item = |r: &Value| matches!(r.get("type").and_then(Value::as_str), Some("message" | "tool_result"));
+        let mut held = vec![0u8; self.fates.len()]; // 2: in an item, 1: in another record
+        let mut a = Accounting { records: self.fates.len(), ..Accounting::default() };
+        for (r, &origin) in self.records.iter().zip(&self.origins) {
+            let item = is_item(r);
+            a.items += usize::from(item);
+            if let Some(h) = held.get_mut(origin) {
+                *h = (*h).max(if item { 2 } else { 1 });
+            }
+        }
+        for (k, (fate, h)) in self.fates.iter().zip(held).enumerate() {
+            match (h, fate) {
+                (2, _) => a.in_items += 1,
+                _ if self.joined.contains(&k) => a.in_items += 1,
+                (_, Some(why)) => a.skip(*why),
+                (1, None) => a.skip(Skip::Lifecycle),
+                _ => a.skip(Skip::Unaccounted),
+            }
+        }
+        a.unknown_types.clone_from(&self.skipped);
+        a
     }
 
     /// The input line of each canonical line (the session record is line 1 and comes
@@ -35,10 +128,6 @@ impl Imported {
             return None;
         }
         Some(std::iter::once(1).chain(self.lines.iter().copied()).collect())
-    }
-
-    pub fn skip(&mut self, kind: &str) {
-        *self.skipped.entry(kind.to_string()).or_default() += 1;
     }
 
     /// Canonical JSONL: the session record first, then the records.
@@ -60,6 +149,13 @@ impl Imported {
         if !self.skipped.is_empty() {
             let parts: Vec<String> = self.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
             out.push(format!("{}: {format}: skipped records of unknown type: {}", file.display(), parts.join(", ")));
+        }
+        let unaccounted = self.accounting().count(Skip::Unaccounted);
+        if unaccounted > 0 {
+            out.push(format!(
+                "{}: {format}: {unaccounted} record(s) taken by no rule of the importer (a fault of rivumi-compact: please report it)",
+                file.display()
+            ));
         }
         out
     }

@@ -4,6 +4,7 @@
 pub(crate) mod claude_code;
 mod codex;
 pub(crate) mod common;
+pub(crate) mod gemini_cli;
 pub mod models;
 pub mod openai;
 pub mod openhands;
@@ -54,6 +55,7 @@ pub enum InputFormat {
     Openai,
     SweAgent,
     Openhands,
+    GeminiCli,
 }
 
 impl InputFormat {
@@ -67,8 +69,10 @@ impl InputFormat {
         match self {
             InputFormat::SweAgent => &["traj"],
             InputFormat::Openhands => &["json"],
-            // `.json` is left out of `auto`: it would pick up config files beside transcripts.
-            InputFormat::Auto => &["jsonl", "traj"],
+            InputFormat::GeminiCli => &["jsonl", "json"],
+            // `auto` takes `.json` files only when their head shows a transcript (a config
+            // file beside transcripts is no input): see `inputs`.
+            InputFormat::Auto => &["jsonl", "traj", "json"],
             _ => &["jsonl"],
         }
     }
@@ -113,9 +117,28 @@ pub struct Canonical {
     /// For each canonical line (index 0 is line 1), the input line it came from;
     /// `None` when the input is canonical (the lines are the same) or not tracked.
     pub source_lines: Option<Vec<usize>>,
+    /// Where every input record went; `None` for canonical input, whose transcript
+    /// tells it once read ([`crate::transcript::Transcript::accounting`]).
+    pub accounting: Option<crate::transcript::Accounting>,
 }
 
 impl Canonical {
+    /// Where every input record went, once the canonical form is read: the importer's
+    /// count, or the canonical transcript's own; a non-empty canonical input with no
+    /// item is bad input, as an imported one is.
+    pub fn accounting_of(
+        &self,
+        t: &crate::transcript::Transcript<'_>,
+        file: &Path,
+    ) -> Result<crate::transcript::Accounting> {
+        if let Some(a) = &self.accounting {
+            return Ok(a.clone());
+        }
+        let a = t.accounting();
+        a.ensure_items(file, self.format.as_str())?;
+        Ok(a)
+    }
+
     /// A line of the canonical form as a line of the input (itself when not tracked).
     pub fn input_line(&self, canonical_line: usize) -> usize {
         self.source_line(canonical_line).unwrap_or(canonical_line)
@@ -156,27 +179,78 @@ impl Canonical {
 }
 
 /// Turns an input into canonical JSONL. Canonical input is returned as it is (byte
-/// fidelity); `auto` detects the format from the first records.
+/// fidelity); `auto` detects the format from the first records, and the whole file has
+/// the last word: a format under which most records are of an unknown type is not the
+/// file's. A non-empty input that gives no model-visible item is bad input.
 pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> Result<Canonical> {
+    let asked = format;
     let format = if format == InputFormat::Auto { detect_for(file, &raw) } else { format };
-    let imported = match format {
-        InputFormat::Auto => return Err(no_format_fits(&raw, file)),
-        InputFormat::Rivumi => {
-            return Ok(Canonical { bytes: raw, format: InputFormat::Rivumi, warnings: Vec::new(), source_lines: None })
+    let (format, imported) = match import_as(&raw, file, format)? {
+        None => {
+            let canonical = Canonical {
+                bytes: raw,
+                format: InputFormat::Rivumi,
+                warnings: Vec::new(),
+                source_lines: None,
+                accounting: None,
+            };
+            return Ok(canonical);
         }
-        InputFormat::ClaudeCode => claude_code::import(&raw, file)?,
-        InputFormat::Codex => codex::import(&raw, file)?,
-        InputFormat::SweAgent => swe_agent::import(&raw, file)?,
-        InputFormat::Openhands => openhands::import(&raw, file)?,
-        InputFormat::Openai => {
-            return Err(Error::Usage("openai files are datasets: use `run` (one output line per input line)".into()))
+        Some(imported) if asked == InputFormat::Auto && imported.accounting().mostly_unknown() => {
+            other_fit(&raw, file, format).ok_or_else(|| not_this_format(file, format, &imported.accounting()))?
         }
+        Some(imported) => (format, imported),
     };
     // A mapped input that shrank while it was imported was read as zeros.
     raw.intact(file)?;
+    let accounting = imported.accounting();
+    accounting.ensure_items(file, format.as_str())?;
     let warnings = imported.warnings(file, format.as_str());
     let source_lines = imported.source_lines();
-    Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings, source_lines })
+    Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings, source_lines, accounting: Some(accounting) })
+}
+
+/// The records of `raw` under one format; `None` for canonical input (read as it is).
+fn import_as(raw: &[u8], file: &Path, format: InputFormat) -> Result<Option<common::Imported>> {
+    Ok(Some(match format {
+        InputFormat::Auto => return Err(no_format_fits(raw, file)),
+        InputFormat::Rivumi => return Ok(None),
+        InputFormat::ClaudeCode => claude_code::import(raw, file)?,
+        InputFormat::Codex => codex::import(raw, file)?,
+        InputFormat::SweAgent => swe_agent::import(raw, file)?,
+        InputFormat::Openhands => openhands::import(raw, file)?,
+        InputFormat::GeminiCli => gemini_cli::import(raw, file)?,
+        InputFormat::Openai => {
+            return Err(Error::Usage("openai files are datasets: use `run` (one output line per input line)".into()))
+        }
+    }))
+}
+
+/// The session format, other than `tried`, under which most records are known and some
+/// are items: the file's own, when its first records misled detection.
+fn other_fit(raw: &[u8], file: &Path, tried: InputFormat) -> Option<(InputFormat, common::Imported)> {
+    const SESSIONS: [InputFormat; 3] = [InputFormat::ClaudeCode, InputFormat::Codex, InputFormat::GeminiCli];
+    SESSIONS.into_iter().filter(|&f| f != tried).find_map(|f| {
+        let imported = import_as(raw, file, f).ok()??;
+        let a = imported.accounting();
+        (a.items > 0 && !a.mostly_unknown()).then_some((f, imported))
+    })
+}
+
+/// Detection found `format`, but most records are unknown to it and no other format
+/// fits the whole file.
+fn not_this_format(file: &Path, format: InputFormat, a: &crate::transcript::Accounting) -> Error {
+    let tried: Vec<&str> = FORMATS.iter().map(|f| f.as_str()).collect();
+    Error::bad_input(
+        file,
+        format!(
+            "no input format fits this file: its first records look like {format}, but {} of its {} records are of a type {format} does not know ({}); tried {}: name one with --input-format",
+            a.count(crate::transcript::Skip::Unknown),
+            a.records,
+            a.left_out(),
+            tried.join(", ")
+        ),
+    )
 }
 
 /// The one message for an input no format fits: the canonical reader's complaint about
@@ -205,10 +279,11 @@ pub fn no_format_fits(raw: &[u8], file: &Path) -> Error {
 }
 
 /// Every format `auto` can detect, in the order it tries them.
-pub const FORMATS: [InputFormat; 6] = [
+pub const FORMATS: [InputFormat; 7] = [
     InputFormat::Openhands,
     InputFormat::SweAgent,
     InputFormat::Codex,
+    InputFormat::GeminiCli,
     InputFormat::ClaudeCode,
     InputFormat::Openai,
     InputFormat::Rivumi,
@@ -253,7 +328,11 @@ pub fn detect(raw: &[u8]) -> InputFormat {
         // A pretty-printed JSON document: SWE-agent trajectories (whose `history` may come
         // after a long `trajectory`, past the head) and OpenHands dumps.
         let has = |k: &str| trimmed.contains(&format!("\"{k}\""));
-        return if has("trajectory") || has("tool_call_ids") || has("replay_config") {
+        // A Gemini CLI session of the versions before JSON Lines: metadata, then `messages`.
+        let gemini = has("projectHash") || (has("sessionId") && has("messages") && !has("history"));
+        return if gemini {
+            InputFormat::GeminiCli
+        } else if has("trajectory") || has("tool_call_ids") || has("replay_config") {
             InputFormat::SweAgent
         } else if has("history") {
             InputFormat::Openhands
@@ -290,6 +369,21 @@ impl FirstRecord {
         if has("payload") && ["session_meta", "turn_context", "response_item", "event_msg", "compacted"].contains(&ty) {
             return Some(InputFormat::Codex);
         }
+        // A Codex rollout of the versions before the `{type, payload}` wrapper (2025): a
+        // bare `{id, timestamp, instructions}` first line, `record_type` state lines.
+        let legacy_meta = self.ty.is_none() && has("id") && has("timestamp") && (has("instructions") || has("git"));
+        if legacy_meta || has("record_type") {
+            return Some(InputFormat::Codex);
+        }
+        // Gemini CLI: its metadata line (`sessionId` and `projectHash`), its `$set` and
+        // `$rewindTo` updates, its message records (`type` gemini, or user/info/error
+        // with an `id` and no Claude Code `uuid`). Before Claude Code, whose keys
+        // include `sessionId`.
+        let gemini_message = ty == "gemini"
+            || (["user", "info", "error", "warning"].contains(&ty) && has("id") && has("timestamp") && !has("uuid"));
+        if has("projectHash") || has("$set") || has("$rewindTo") || gemini_message {
+            return Some(InputFormat::GeminiCli);
+        }
         // Claude Code's keys (a canonical record has none of them), or its own types.
         let claude_keys = ["sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"];
         let claude_types = ["file-history-snapshot", "queue-operation", "summary", "progress", "attachment"];
@@ -299,7 +393,7 @@ impl FirstRecord {
         if self.ty.is_none() && has("messages") {
             return Some(InputFormat::Openai);
         }
-        if self.ty.is_none() && has("history") {
+        if self.ty.is_none() && (has("history") || openhands::is_resolver_output(&self.keys)) {
             return Some(InputFormat::Openhands); // lines that carry a `history` of events
         }
         ["session", "message", "tool_result", "event"].contains(&ty).then_some(InputFormat::Rivumi)

@@ -5,6 +5,7 @@
 use super::common::{json_document, json_lines, message, text_of, tool_result, Imported};
 use super::DEFAULT_SHELL_TOOLS;
 use crate::error::{Error, Result};
+use crate::transcript::Skip;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -16,9 +17,18 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     from_events(&events(raw, file)?, file)
 }
 
-/// An evaluation output's line: one instance (`instance_id`) with its `history`.
+/// An evaluation output's line: one instance (`instance_id`) with its `history`; or a
+/// resolver output's (`issue` and `instruction`, with its `history`).
 pub fn is_evaluation_output(keys: &[String]) -> bool {
-    keys.iter().any(|k| k == "instance_id") && keys.iter().any(|k| k == "history")
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    (has("history") && has("instance_id")) || is_resolver_output(keys)
+}
+
+/// A resolver output's line (`issue`, `instruction`, `base_commit`, then a `history`
+/// that a long patch may push past the head the format is told from).
+pub fn is_resolver_output(keys: &[String]) -> bool {
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    has("issue") && has("instruction") && (has("history") || has("base_commit"))
 }
 
 /// The item id of event `k`: `e<id>`, or `e#<k>` for an event without an id.
@@ -32,97 +42,191 @@ pub fn event_item_id(e: &Value, k: usize) -> String {
 /// Marks a record this tool injected into an OpenHands history (so a second run knows it).
 pub const INJECTED_KEY: &str = "rivumi";
 
-/// The canonical records of a list of events.
+/// The canonical records of a list of events. Events of older streams and of resolver
+/// outputs are flat (`dataclasses.asdict`): no `id`, `source` or `args`, the action's
+/// arguments at the top level, each observation right after its action.
 pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
-    let mut out = Imported::default();
-    let mut turn = 0;
-    let mut seen_responses: HashSet<String> = HashSet::new();
-    let mut call_of_event: HashMap<String, (String, String)> = HashMap::new(); // action id → (call id, name)
-    let mut workspace = false;
+    let mut st = Events::default();
     for (k, e) in events.iter().enumerate() {
+        st.out.begin(0);
         let id = event_item_id(e, k);
-        let source = e.get("source").and_then(Value::as_str).unwrap_or("");
+        let flat = e.get("source").is_none() && e.get("args").is_none();
+        let source = match e.get("source").and_then(Value::as_str) {
+            Some(s) => s,
+            // A flat message before the agent acted is the user's task.
+            None if e.get("action").and_then(Value::as_str) == Some("message") && !st.agent_acted => "user",
+            None => "agent",
+        };
+        let args = if flat { flat_args(e) } else { e.get("args").cloned().unwrap_or(Value::Null) };
         if let Some(action) = e.get("action").and_then(Value::as_str) {
-            if action == "message" && source == "user" {
-                turn += usize::from(e.get(INJECTED_KEY).is_none());
-                let text = e
-                    .get("args")
-                    .and_then(|a| a.get("content"))
-                    .and_then(Value::as_str)
-                    .or_else(|| e.get("message").and_then(Value::as_str))
-                    .unwrap_or("");
-                let mut rec = message(&id, &format!("turn-{turn}"), "user", json!(text));
-                if let Some(kind) = e.get(INJECTED_KEY).and_then(Value::as_str) {
-                    rec.insert("synthetic".into(), json!(kind));
-                }
-                out.push(Value::Object(rec));
-            } else if source == "agent" && AGENT_ACTIONS.contains(&action) {
-                let meta = e.get("tool_call_metadata");
-                let thought = e.get("args").and_then(|a| a.get("thought")).and_then(Value::as_str).unwrap_or("");
-                let text = if action == "message" || action == "finish" {
-                    e.get("message").and_then(Value::as_str).unwrap_or(thought)
-                } else {
-                    thought
-                };
-                let mut rec = message(&id, &format!("turn-{turn}"), "assistant", json!(text));
-                if let Some(meta) = meta.filter(|m| !m.is_null()) {
-                    let call_id = meta.get("tool_call_id").and_then(Value::as_str).unwrap_or(&id).to_string();
-                    let name = meta.get("function_name").and_then(Value::as_str).unwrap_or(action).to_string();
-                    let args =
-                        call_arguments(meta, &call_id).unwrap_or_else(|| e.get("args").cloned().unwrap_or(Value::Null));
-                    workspace |= args.get("path").and_then(Value::as_str).is_some_and(|p| p.starts_with("/workspace/"));
-                    rec.insert("tool_calls".into(), json!([{"id": call_id, "name": name, "arguments": args}]));
-                    call_of_event.insert(id.clone(), (call_id, name));
-                    if let Some(u) = response_usage(meta, &mut seen_responses) {
-                        rec.insert("usage".into(), u);
-                    }
-                }
-                out.push(Value::Object(rec));
-            } else if !SILENT.contains(&action) && source != "environment" {
-                out.skip(&format!("action/{action}"));
-            }
+            st.action(e, &id, action, source, &args);
         } else if let Some(obs) = e.get("observation").and_then(Value::as_str) {
-            if SILENT.contains(&obs) || source == "environment" {
-                continue;
-            }
-            let cause =
-                format!("e{}", e.get("cause").map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default());
-            let from_meta = e.get("tool_call_metadata").and_then(|m| m.get("tool_call_id")).and_then(Value::as_str);
-            let (call_id, name) = match (call_of_event.get(&cause), from_meta) {
-                (Some((c, n)), _) => (c.clone(), Some(n.clone())),
-                (None, Some(c)) => (c.to_string(), None),
-                (None, None) => (cause.clone(), None),
-            };
-            let failed = reports_error(e, obs);
-            let mut rec = tool_result(
-                &id,
-                &format!("turn-{turn}"),
-                &call_id,
-                name.as_deref(),
-                json!(text_of(e.get("content").unwrap_or(&Value::Null))),
-                failed,
-            );
-            if let Some(code) =
-                e.get("extras").and_then(|x| x.get("metadata")).and_then(|m| m.get("exit_code")).and_then(Value::as_i64)
-            {
-                rec.insert("exit_code".into(), json!(code));
-            }
-            out.push(Value::Object(rec));
+            st.observation(e, &id, obs, source, flat);
         } else {
-            out.skip("(neither action nor observation)");
+            st.out.skip("(neither action nor observation)");
         }
     }
-    out.session
-        .insert("id".into(), json!(file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()));
-    out.session.insert("runtime".into(), json!({"kind": "agent-runner"}));
-    // OpenHands' shell tool is `execute_bash`; the importer's layer adds it to the defaults.
-    let mut shells: Vec<&str> = DEFAULT_SHELL_TOOLS.to_vec();
-    shells.push("execute_bash");
-    out.session.insert("reanchor".into(), json!({"shell_tools": shells}));
-    if workspace {
-        out.session.insert("workspace".into(), json!({"root": "/workspace"}));
+    Ok(st.finish(file))
+}
+
+/// What the import has gathered so far.
+#[derive(Default)]
+struct Events {
+    out: Imported,
+    turn: usize,
+    seen_responses: HashSet<String>,
+    /// Action event id → (call id, name).
+    call_of_event: HashMap<String, (String, String)>,
+    /// Calls without an answer yet, oldest first: an observation with no `cause` answers
+    /// the latest.
+    open: Vec<(String, String)>,
+    agent_acted: bool,
+    workspace: bool,
+}
+
+impl Events {
+    fn action(&mut self, e: &Value, id: &str, action: &str, source: &str, args: &Value) {
+        if action == "message" && source == "user" {
+            self.turn += usize::from(e.get(INJECTED_KEY).is_none());
+            let text = args
+                .get("content")
+                .and_then(Value::as_str)
+                .or_else(|| e.get("message").and_then(Value::as_str))
+                .or_else(|| e.get("content").and_then(Value::as_str))
+                .unwrap_or("");
+            let mut rec = message(id, &format!("turn-{}", self.turn), "user", json!(text));
+            if let Some(kind) = e.get(INJECTED_KEY).and_then(Value::as_str) {
+                rec.insert("synthetic".into(), json!(kind));
+            }
+            self.out.push(Value::Object(rec));
+        } else if source == "agent" && AGENT_ACTIONS.contains(&action) {
+            self.agent(e, id, action, args);
+        } else if SILENT.contains(&action) || source == "environment" {
+            self.out.leave_out(Skip::Bookkeeping);
+        } else {
+            self.out.skip(&format!("action/{action}"));
+        }
     }
-    Ok(out)
+
+    fn agent(&mut self, e: &Value, id: &str, action: &str, args: &Value) {
+        self.agent_acted = true;
+        let meta = e.get("tool_call_metadata").filter(|m| !m.is_null());
+        let thought = args.get("thought").or_else(|| e.get("thought")).and_then(Value::as_str).unwrap_or("");
+        let text = if action == "message" || action == "finish" {
+            e.get("message")
+                .and_then(Value::as_str)
+                .or_else(|| args.get("content").and_then(Value::as_str))
+                .unwrap_or(thought)
+        } else {
+            thought
+        };
+        let mut rec = message(id, &format!("turn-{}", self.turn), "assistant", json!(text));
+        let mut usage = None;
+        let call = if let Some(meta) = meta {
+            let call_id = meta.get("tool_call_id").and_then(Value::as_str).unwrap_or(id).to_string();
+            let name = meta.get("function_name").and_then(Value::as_str).unwrap_or(action).to_string();
+            let arguments = call_arguments(meta, &call_id).unwrap_or_else(|| args.clone());
+            usage = response_usage(meta, &mut self.seen_responses);
+            Some((call_id, name, arguments))
+        } else if !matches!(action, "message" | "finish" | "think") {
+            // An action recorded without the model's call (older streams, resolver
+            // outputs) is itself the call.
+            Some((id.to_string(), action.to_string(), without_thought(args)))
+        } else {
+            None
+        };
+        if let Some((call_id, name, arguments)) = call {
+            self.workspace |=
+                arguments.get("path").and_then(Value::as_str).is_some_and(|p| p.starts_with("/workspace/"));
+            rec.insert("tool_calls".into(), json!([{"id": call_id, "name": name, "arguments": arguments}]));
+            self.call_of_event.insert(id.to_string(), (call_id.clone(), name.clone()));
+            self.open.push((call_id, name));
+        }
+        if let Some(u) = usage {
+            rec.insert("usage".into(), u);
+        }
+        self.out.push(Value::Object(rec));
+    }
+
+    fn observation(&mut self, e: &Value, id: &str, obs: &str, source: &str, flat: bool) {
+        if SILENT.contains(&obs) || source == "environment" {
+            self.out.leave_out(Skip::Bookkeeping);
+            return;
+        }
+        let from_meta = e.get("tool_call_metadata").and_then(|m| m.get("tool_call_id")).and_then(Value::as_str);
+        let cause = e.get("cause").filter(|c| !c.is_null()).map(|v| format!("e{}", v.to_string().trim_matches('"')));
+        let (call_id, name) = match (cause.as_ref().and_then(|c| self.call_of_event.get(c)), from_meta, &cause) {
+            (Some((c, n)), _, _) => (c.clone(), Some(n.clone())),
+            (None, Some(c), _) => (c.to_string(), self.open.iter().find(|(o, _)| o == c).map(|(_, n)| n.clone())),
+            (None, None, Some(c)) => (c.clone(), None),
+            (None, None, None) => match self.open.last() {
+                Some((c, n)) => (c.clone(), Some(n.clone())),
+                None => (String::new(), None),
+            },
+        };
+        self.open.retain(|(c, _)| *c != call_id);
+        let failed = reports_error(e, obs);
+        let content = json!(text_of(e.get("content").unwrap_or(&Value::Null)));
+        let mut rec = tool_result(id, &format!("turn-{}", self.turn), &call_id, name.as_deref(), content, failed);
+        let code = e
+            .get("extras")
+            .and_then(|x| x.get("metadata"))
+            .and_then(|m| m.get("exit_code"))
+            .or_else(|| e.get("exit_code").filter(|_| flat))
+            .and_then(Value::as_i64);
+        if let Some(code) = code {
+            rec.insert("exit_code".into(), json!(code));
+        }
+        self.out.push(Value::Object(rec));
+    }
+
+    fn finish(mut self, file: &Path) -> Imported {
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        self.out.session.insert("id".into(), json!(stem));
+        self.out.session.insert("runtime".into(), json!({"kind": "agent-runner"}));
+        // OpenHands' shell tool is `execute_bash`, and `run` an older stream's; the
+        // importer's layer adds them to the defaults.
+        let mut shells: Vec<&str> = DEFAULT_SHELL_TOOLS.to_vec();
+        shells.extend(["execute_bash", "run"]);
+        self.out.session.insert("reanchor".into(), json!({"shell_tools": shells}));
+        if self.workspace {
+            self.out.session.insert("workspace".into(), json!({"root": "/workspace"}));
+        }
+        self.out
+    }
+}
+
+/// The arguments of a flat action: its fields but the event's own.
+fn flat_args(e: &Value) -> Value {
+    const EVENT_KEYS: &[&str] = &["action", "observation", "cause", "timestamp", "message"];
+    match e {
+        Value::Object(o) => Value::Object(
+            o.iter().filter(|(k, _)| !EVENT_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+/// A call's arguments without what is the model's text and the runtime's bookkeeping.
+fn without_thought(args: &Value) -> Value {
+    const NOT_ARGUMENTS: &[&str] = &[
+        "thought",
+        "is_confirmed",
+        "security_risk",
+        "keep_prompt",
+        "kernel_init_code",
+        "confirmation_state",
+        "hidden",
+    ];
+    match args {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !NOT_ARGUMENTS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        v => v.clone(),
+    }
 }
 
 /// An observation that reports an error: the action did not happen (an `error`

@@ -19,6 +19,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut open: Vec<(String, String, String, Value)> = Vec::new();
     let mut files = OpenFile::default();
     for (k, m) in history.iter().enumerate() {
+        out.begin(0);
         let id = format!("h{k}");
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         let text = text_of(m.get("content").unwrap_or(&Value::Null));

@@ -32,7 +32,8 @@ struct Session<'v> {
 impl<'v> Session<'v> {
     fn new(lines: &'v [(usize, Value)]) -> Session<'v> {
         let records: Vec<&Value> = lines.iter().map(|(_, v)| v).collect();
-        let on = crate::formats::claude_code::main_thread(&records);
+        let sidechain = crate::formats::claude_code::is_sidechain_file(&records);
+        let on = crate::formats::claude_code::main_thread(&records, sidechain);
         let main: Vec<usize> = (0..records.len()).filter(|&k| on[k] && records[k].get("uuid").is_some()).collect();
         let by_uuid = main.iter().filter_map(|&k| Some((records[k].get("uuid")?.as_str()?, k))).collect();
         let mut by_message: HashMap<&str, Vec<usize>> = HashMap::new();

@@ -1,11 +1,13 @@
 //! The canonical transcript model (SPEC 1): records as they were read, and the items
 //! (messages and tool results) the policy works on, borrowing from the input bytes.
 
+pub mod accounting;
 mod content;
 mod event;
 mod fast;
 mod reader;
 
+pub use accounting::{Accounting, Skip};
 pub use event::Event;
 
 pub use content::{item_text, item_text_for_preview, text_of, text_of_json, EntryText};
@@ -366,6 +368,23 @@ impl<'a> Transcript<'a> {
         }
         // Results come after their calls; the last input item has no results after it.
         item.calls().is_empty()
+    }
+
+    /// Where the records of a canonical transcript went: items, the session header,
+    /// events, records of an unknown type (blank lines are no records).
+    pub fn accounting(&self) -> Accounting {
+        let mut a = Accounting { items: self.items.len(), ..Accounting::default() };
+        for r in &self.records {
+            match r.kind {
+                RecordKind::Blank => continue,
+                RecordKind::Item(_) => a.in_items += 1,
+                RecordKind::Session => a.skip(Skip::Header),
+                RecordKind::Event(_) => a.skip(Skip::Lifecycle),
+                RecordKind::Other => a.skip(Skip::Unknown),
+            }
+            a.records += 1;
+        }
+        a
     }
 
     /// The 1-based line number of an item, for messages.

@@ -51,7 +51,7 @@ fn invalid_utf8_names_the_column() {
 fn record_without_type() {
     bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");
     // Detected from this record: the one message also names the formats tried.
-    bad(b"\n{\"id\":\"x\"}\n", "bad.jsonl:2:1: expected a \"type\" field in the record; no input format fits this file (tried openhands, swe-agent, codex, claude-code, openai, rivumi");
+    bad(b"\n{\"id\":\"x\"}\n", "bad.jsonl:2:1: expected a \"type\" field in the record; no input format fits this file (tried openhands, swe-agent, codex, gemini-cli, claude-code, openai, rivumi");
     bad(
         b"{\n  \"a\": 1\n}\n",
         "bad.jsonl:1:1: a JSON document without `history` or `trajectory`: no input format fits",
@@ -140,7 +140,7 @@ fn unreadable_file_and_empty_directory() {
     let dir = tempfile::tempdir().unwrap();
     let o = run(&["run", path_str(dir.path())]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("no transcripts (*.jsonl, *.traj) in this directory"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no transcripts (*.jsonl, *.traj, *.json) in this directory"), "{}", stderr(&o));
 }
 
 #[test]

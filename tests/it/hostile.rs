@@ -294,7 +294,8 @@ fn check_walks_a_case_folder_with_a_loop_once() {
 fn a_closed_stderr_is_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     for k in 0..300 {
-        std::fs::write(dir.path().join(format!("u{k:03}.jsonl")), "{\"type\":\"odd\"}\n").unwrap();
+        let text = "{\"type\":\"odd\"}\n{\"type\":\"message\",\"id\":\"m\",\"turn\":\"t\",\"role\":\"user\",\"content\":\"x\"}\n";
+        std::fs::write(dir.path().join(format!("u{k:03}.jsonl")), text).unwrap();
     }
     // Every file warns about its unknown record; `head -1` closes the pipe after one line.
     let o = sh(&format!("\"$B\" run --dry-run {} 2>&1 >/dev/null | head -1; exit $(( $? ))", dir.path().display()));

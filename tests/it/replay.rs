@@ -291,7 +291,8 @@ fn a_file_no_format_fits_names_the_formats_tried() {
     assert_eq!(o.status.code(), Some(3));
     let e = stderr(&o);
     assert!(
-        e.contains("chat.jsonl:1:1:") && e.contains("tried openhands, swe-agent, codex, claude-code, openai, rivumi"),
+        e.contains("chat.jsonl:1:1:")
+            && e.contains("tried openhands, swe-agent, codex, gemini-cli, claude-code, openai, rivumi"),
         "{e}"
     );
     assert!(e.contains("--input-format") && e.lines().count() == 1, "{e}");
