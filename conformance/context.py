@@ -39,8 +39,15 @@ def agent_noise(role, text):
         not t
         or t.startswith("<system-reminder>")
         or t.startswith("<environment_context>")
+        or t.startswith("<session_context>")
         or (role == "assistant" and t == "No response requested.")
     )
+
+
+def call_id(value):
+    """A call id as both sides name it: Gemini CLI records `<tool>__<id>` for the call
+    it sends as `<id>`."""
+    return (value or "").split("__", 1)[-1]
 
 
 def join(units):
@@ -91,6 +98,21 @@ def responses_units(body):
     return join(units)
 
 
+def gemini_units(body):
+    units = []
+    for content in body["contents"]:
+        role = "assistant" if content.get("role") == "model" else "user"
+        for part in content.get("parts") or []:
+            if isinstance(part.get("text"), str) and not part.get("thought"):
+                if not agent_noise(role, part["text"]):
+                    units.append((role, "text", part["text"]))
+            elif "functionCall" in part:
+                units.append(("assistant", "call", call_id(part["functionCall"].get("id"))))
+            elif "functionResponse" in part:
+                units.append(("user", "result", call_id(part["functionResponse"].get("id"))))
+    return join(units)
+
+
 def canonical_context(session, flags):
     """The compacted context `run` makes of a session, as canonical records: the items
     from the start of the current context (after the latest completed compaction, or
@@ -113,7 +135,7 @@ def canonical_units(records):
         if r.get("synthetic"):
             units.append(("user", "ours", r.get("content") or ""))
         elif r["type"] == "tool_result":
-            units.append(("user", "result", r["call_id"]))
+            units.append(("user", "result", call_id(r["call_id"])))
         elif r["role"] in ("system", "developer"):
             continue
         else:
@@ -123,7 +145,7 @@ def canonical_units(records):
                 if not agent_noise(r["role"], t):
                     units.append((r["role"], "text", t))
             for call in r.get("tool_calls") or []:
-                units.append(("assistant", "call", call["id"]))
+                units.append(("assistant", "call", call_id(call["id"])))
     return join(units)
 
 

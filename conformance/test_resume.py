@@ -1,4 +1,4 @@
-"""Sessions written back with `--output-format claude-code|codex` resume in the real
+"""Sessions written back with `--output-format claude-code|codex|gemini-cli` resume in the real
 agents, and the first request they send is exactly the compacted context (SPEC 13).
 
 Each test records a session with the agent itself (scripted tool calls), writes it
@@ -11,8 +11,9 @@ import os
 import shutil
 import unittest
 
-from agents import Claude, Codex
-from context import anthropic_units, canonical_context, canonical_units, check_resumed, responses_units, rivumi
+from agents import Claude, Codex, Gemini
+from context import (anthropic_units, canonical_context, canonical_units, check_resumed, gemini_units,
+                     responses_units, rivumi)
 
 TASK = "Fix the bug in calc.py so that add() adds, and keep notes in notes.txt."
 NEXT = "Now also add a sub() function."
@@ -41,25 +42,35 @@ def codex_usage(total):
     return {"input_tokens": total - 40, "cached_tokens": (total - 40) // 2, "output_tokens": 40}
 
 
+def gemini_usage(total):
+    return {"promptTokenCount": total - 40, "cachedContentTokenCount": (total - 40) // 2, "candidatesTokenCount": 40}
+
+
+def tool(agent, k, cmd):
+    """Agent's shell call for command `cmd` (the k-th of the script), and its usage shape."""
+    if agent is Claude:
+        return {"name": "Bash", "input": {"command": cmd, "description": f"step {k + 1}"}}, claude_usage
+    if agent is Gemini:
+        return {"name": "run_shell_command", "input": {"command": cmd}}, gemini_usage
+    return {"name": "exec_command", "input": {"cmd": cmd}}, codex_usage
+
+
 def script(agent, totals, first=0):
     """One tool call per figure of `totals` (the usage that call reports), from command
     `first` on, then an answer."""
     steps = []
     for k, (cmd, total) in enumerate(zip(COMMANDS[first:], totals), first):
-        if agent is Claude:
-            tool, usage = {"name": "Bash", "input": {"command": cmd, "description": f"step {k + 1}"}}, claude_usage
-        else:
-            tool, usage = {"name": "exec_command", "input": {"cmd": cmd}}, codex_usage
-        steps.append({"text": f"Step {k + 1}.", "tool": tool, "usage": usage(total)})
-    usage = claude_usage if agent is Claude else codex_usage
+        call, usage = tool(agent, k, cmd)
+        steps.append({"text": f"Step {k + 1}.", "tool": call, "usage": usage(total)})
+    usage = tool(agent, 0, "")[1]
     steps.append({"text": "Fixed: add() now returns a + b.", "usage": usage((totals or [30000])[-1] + 500)})
     return {"steps": steps, "compact": {"text": "<summary>calc.py: add() was fixed; notes written.</summary>",
                                         "usage": usage(20000)}}
 
 
 # The usage of the resumed call: the size of the compacted context it was sent.
-ANSWER = {"steps": [{"text": "Resumed; adding sub() next.", "usage": claude_usage(30000)}]}
-ANSWER_CODEX = {"steps": [{"text": "Resumed; adding sub() next.", "usage": codex_usage(30000)}]}
+ANSWERS = {agent: {"steps": [{"text": "Resumed; adding sub() next.", "usage": tool(agent, 0, "")[1](30000)}]}
+           for agent in (Claude, Codex, Gemini)}
 SMALL = [20000 + 2500 * k for k in range(len(COMMANDS))]
 # A conversation of three turns (a checkpoint keeps the latest two): the task with
 # four calls, then two prompts of two calls each.
@@ -71,8 +82,11 @@ class Resume:
 
     agent = None
     units = None
-    # A usage past the agent's own trigger, for a session with a compaction of its own.
+    # A usage past the agent's own trigger, for a session with a compaction of its own,
+    # reported by the call of that command, in a session of these turns.
     big = 0
+    big_at = 3
+    own_turns = ((TASK, 0, len(COMMANDS)),)
 
     def record(self, totals, turns=((TASK, 0, len(COMMANDS)),)):
         """A session the agent records itself: one turn per (prompt, first command, end)."""
@@ -98,8 +112,7 @@ class Resume:
         return kept
 
     def resume_and_check(self, a, session, before, flags, task=TASK, prompt=NEXT):
-        answer = ANSWER if self.agent is Claude else ANSWER_CODEX
-        result = a.exec(prompt, answer, resume=self.agent.session_id(session)).check()
+        result = a.exec(prompt, ANSWERS[self.agent], resume=self.agent.session_id(session)).check()
         steps = result.steps()
         self.assertTrue(steps, f"no request after resume: {result.requests}")
         sent = self.units(steps[0]["body"])
@@ -131,11 +144,12 @@ class Resume:
 
     def test_after_the_agents_own_compaction(self):
         totals = list(SMALL)
-        totals[3] = self.big
-        a, session = self.record(totals)
+        totals[self.big_at] = self.big
+        a, session = self.record(totals, self.own_turns)
         with open(session, encoding="utf-8") as f:
             text = f.read()
-        self.assertTrue("compact_boundary" in text or '"type":"compacted"' in text, "the agent compacted")
+        own = ("compact_boundary", '"type":"compacted"', "Got it. Thanks for the additional context!")
+        self.assertTrue(any(mark in text for mark in own), "the agent compacted")
         before = self.write_back(a, session, FALLBACK)
         # The task is in the agent's own summary now, which the head keeps.
         self.resume_and_check(a, session, before, FALLBACK, task=None)
@@ -151,6 +165,16 @@ class CodexResume(Resume, unittest.TestCase):
     agent = Codex
     units = staticmethod(responses_units)
     big = 250_000
+
+
+class GeminiResume(Resume, unittest.TestCase):
+    agent = Gemini
+    units = staticmethod(gemini_units)
+    # Gemini CLI compresses only history before a prompt of the user's: the big figure
+    # comes in the second turn, after the first turn's calls.
+    big = 600_000
+    big_at = 5
+    own_turns = TURNS
 
 
 if __name__ == "__main__":

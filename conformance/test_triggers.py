@@ -17,7 +17,7 @@ import unittest
 
 from agents import TARGET, Claude, Codex, versions
 from context import rivumi
-from triggers import Probe, pre_tokens
+from triggers import GeminiProbe, Probe, pre_tokens
 
 FINDINGS = os.path.join(TARGET, "triggers.json")
 
@@ -52,8 +52,8 @@ class Triggers(unittest.TestCase):
                          f"fires at the call after which {agent} compacted: {points}")
         pre = recorded[0]["recorded"]["pre_tokens"]
         used = recorded[0]["used"]
-        if agent == "claude-code":
-            self.assertLessEqual(abs(used - pre), pre / 1000, f"replayed {used}, preTokens {pre}")
+        if agent in ("claude-code", "gemini-cli"):
+            self.assertLessEqual(abs(used - pre), pre / 1000, f"replayed {used}, recorded {pre}")
         self.assertEqual(recorded[0]["fires_at"], profile_trigger)
         points, _ = replay(fired, *flags)
         self.assertEqual([p for p in points if p["fired"]], [], f"no firing where {agent} did not compact")
@@ -73,6 +73,15 @@ class Triggers(unittest.TestCase):
     def test_codex_default_window(self):
         # A model without metadata: 272,000, compacting at 90% = 244,800.
         self.hold(Probe(Codex, result_chars=400), 240_000, 250_000, 272_000, 244_800, label="scripted-model (no metadata)")
+
+    def test_gemini_default_limit(self):
+        # Gemini CLI: half the model's token limit, compared with the last response's
+        # prompt tokens before each request (1,048,576 for Gemini models).
+        self.hold(GeminiProbe(), 520_000, 530_000, 1_048_576, 524_288, label="gemini-2.5-pro")
+
+    def test_gemma_4_limit(self):
+        # Gemma 4 models: a 256,000 limit.
+        self.hold(GeminiProbe("gemma-4-31b-it"), 120_000, 130_000, 256_000, 128_000, label="gemma-4-31b-it")
 
     def test_codex_configured_window(self):
         self.hold(Probe(Codex, config="model_context_window = 128000", result_chars=400), 100_000, 128_000,
@@ -109,3 +118,4 @@ class Triggers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+

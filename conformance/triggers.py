@@ -8,7 +8,7 @@ Bisection over `u` finds the smallest usage that compacts.
 
 import json
 
-from agents import Claude, Codex
+from agents import Claude, Codex, Gemini
 
 # A tool call whose result is one short line, the same on every run.
 CLAUDE_CALL = {"name": "Bash", "input": {"command": "printf ok", "description": "print ok"}}
@@ -95,13 +95,45 @@ def pre_tokens(session):
     return None
 
 
+def gemini_usage(prompt):
+    """A Gemini usage whose prompt is `prompt` tokens (the figure Gemini CLI compares)."""
+    return {"promptTokenCount": prompt, "candidatesTokenCount": OUTPUT}
+
+
+class GeminiProbe(Probe):
+    """Gemini CLI compresses only the history before a prompt of the user's, so a probe
+    is two invocations: a first turn whose tool output is most of the history, then a
+    resumed turn whose first call reports `total` prompt tokens; whether the agent
+    compressed before its next request says whether `total` reached its trigger."""
+
+    def __init__(self, model="gemini-2.5-pro"):
+        super().__init__(Gemini, model)
+
+    def compacts(self, total):
+        agent = Gemini(label=f"probe-{total}", model=self.model)
+        call = {"name": "run_shell_command", "input": {"command": "seq 1 3000"}}
+        first = {"steps": [{"text": "Looking.", "tool": call, "usage": gemini_usage(20000)},
+                           {"text": "Listed.", "usage": gemini_usage(21000)}]}
+        agent.exec("List the numbers.", first).check()
+        session = agent.sessions()[-1]
+        small = {"name": "run_shell_command", "input": {"command": "printf ok"}}
+        second = {"steps": [{"text": "Checking.", "tool": small, "usage": gemini_usage(total)},
+                            {"text": "Done.", "usage": gemini_usage(3000)}],
+                  "compact": {"text": "<state_snapshot>Listed the numbers.</state_snapshot>",
+                              "usage": gemini_usage(2000)}}
+        result = agent.exec("Print ok, then stop.", second, resume=Gemini.session_id(session)).check()
+        compacted = bool(result.compactions())
+        self.runs[total] = (compacted, agent.sessions()[-1], agent)
+        return compacted
+
+
 if __name__ == "__main__":
     import sys
-    agent = {"claude-code": Claude, "codex": Codex}[sys.argv[1]]
+    agent = {"claude-code": Claude, "codex": Codex, "gemini-cli": Gemini}[sys.argv[1]]
     model = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "-" else None
     lo, hi = int(sys.argv[3]), int(sys.argv[4])
     config = sys.argv[5] if len(sys.argv) > 5 else ""
-    p = Probe(agent, model, config)
+    p = GeminiProbe(model or "gemini-2.5-pro") if agent is Gemini else Probe(agent, model, config)
     t = p.find(lo, hi)
     print(json.dumps({"agent": agent.name, "model": model, "trigger": t,
                       "pre_tokens": pre_tokens(p.runs[t][1]) if agent is Claude else None}))

@@ -171,7 +171,8 @@ impl Settings {
         let Some(s) = session else {
             return Ok(self.no_session.get_or_init(|| self.layers.over(&self.base()).build()).clone());
         };
-        let mut base = self.base();
+        let mut base = config::Builder::default();
+        base.profile_for(self.profile, s.get("agent_version").and_then(Value::as_str));
         base.session(s, file)?;
         self.layers.over(&base).build_for_session(file)
     }

@@ -292,7 +292,12 @@ impl AgentFigure {
             _ => Vec::new(),
         };
         if let Some(u) = item.usage().filter(|u| u.size() > 0) {
-            self.usage = Some(u.size());
+            self.usage = Some(match self.estimator {
+                Estimator::GeminiCli => {
+                    u.input_tokens.saturating_add(u.cache_read_tokens).saturating_add(u.cache_write_tokens)
+                }
+                _ => u.size(),
+            });
             (self.after, self.chars) = (0, 0);
             // Claude Code takes the usage from the first record (block) of the message
             // and estimates the blocks after it.
@@ -303,6 +308,7 @@ impl AgentFigure {
         }
         match self.estimator {
             Estimator::ClaudeCode => blocks.iter().for_each(|&c| self.add_chars(c)),
+            Estimator::GeminiCli => {}
             _ => self.after += item.estimate_bytes().div_ceil(4) + 6,
         }
     }

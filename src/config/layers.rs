@@ -97,7 +97,15 @@ impl Default for Builder {
 impl Builder {
     /// A profile's preset (SPEC 12), laid between the defaults and the session.
     pub fn profile(&mut self, profile: Profile) {
-        let Value::Object(obj) = profile.preset() else { return };
+        self.profile_for(profile, None);
+    }
+
+    /// A profile's preset for the agent version a session recorded (SPEC 12: the
+    /// version picks the row of the profile's table; one outside it is warned about).
+    pub fn profile_for(&mut self, profile: Profile, version: Option<&str>) {
+        let (preset, warning) = profile.preset_for(version);
+        self.warnings.extend(warning);
+        let Value::Object(obj) = preset else { return };
         let mut leaves = Vec::new();
         self.leaves(&obj, "", &mut leaves, &mut |k| unreachable!("profile key `{k}` is a configuration key"))
             .expect("profile presets name known keys");

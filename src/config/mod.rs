@@ -119,6 +119,9 @@ pub enum Estimator {
     ClaudeCode,
     /// Codex: ceil(bytes / 4) per item added since the last model call, plus 6.
     Codex,
+    /// Gemini CLI: the last response's prompt tokens alone (what it compares before
+    /// each request; the reply and the tool results after it are not counted).
+    GeminiCli,
 }
 
 /// Evaluation points of a trigger (SPEC 12).

@@ -28,6 +28,9 @@ pub enum Profile {
     ClaudeCode,
     /// Codex CLI: fires at 90% of the model's window, after each model call.
     Codex,
+    /// Gemini CLI: fires before a request when the last prompt reached half the model's
+    /// token limit.
+    GeminiCli,
 }
 
 impl Profile {
@@ -59,7 +62,54 @@ impl Profile {
                 "threshold": 0.9,
                 "trigger": {"window_percent": 95, "evaluate_at": "model-calls", "estimator": "codex"}
             }),
+            // Gemini CLI's `ChatCompressionService`: before each request, compress when
+            // the last response's prompt tokens reach `compressionThreshold` (0.5) of the
+            // model's `tokenLimit` (1,048,576; 256,000 for Gemma 4).
+            Profile::GeminiCli => serde_json::json!({
+                "runtime": {"kind": "conversation", "native_compaction": true,
+                            "context_window": crate::formats::gemini_cli::DEFAULT_TOKEN_LIMIT},
+                "threshold": 0.5,
+                "trigger": {"evaluate_at": "model-calls", "estimator": "gemini-cli"}
+            }),
         }
+    }
+
+    /// The preset for the agent version a session recorded: the table's row for that
+    /// version laid over [`Profile::preset`]; with a warning naming a version the table
+    /// does not hold (the newest row is taken).
+    pub fn preset_for(self, version: Option<&str>) -> (Value, Option<String>) {
+        let mut preset = self.preset();
+        let rows = crate::formats::models::profile_rows(self.as_str());
+        let Some(newest) = rows.first() else { return (preset, None) };
+        let (row, warning) = match version {
+            None => (newest, None),
+            Some(v) => match rows.iter().find(|r| r.matches_version(v)) {
+                Some(row) => (row, None),
+                None => (
+                    newest,
+                    Some(format!(
+                        "the {self} profile was measured on {}; the session's version {} is not among them: using {}'s trigger",
+                        rows.iter().map(|r| r.measured.as_str()).collect::<Vec<_>>().join(", "),
+                        crate::ui::escape(v),
+                        newest.measured
+                    )),
+                ),
+            },
+        };
+        merge(&mut preset, &row.preset);
+        (preset, warning)
+    }
+}
+
+/// Lays `over`'s leaves on `base`.
+fn merge(base: &mut Value, over: &Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (b, o) => *b = o.clone(),
     }
 }
 
@@ -69,6 +119,7 @@ impl Profile {
         match format {
             crate::formats::InputFormat::ClaudeCode => Profile::ClaudeCode,
             crate::formats::InputFormat::Codex => Profile::Codex,
+            crate::formats::InputFormat::GeminiCli => Profile::GeminiCli,
             _ => Profile::Rivumi,
         }
     }

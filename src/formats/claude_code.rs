@@ -182,6 +182,8 @@ struct State {
     sidechain: bool,
     /// The sub-agents' files beside a main session.
     subagents: Vec<std::path::PathBuf>,
+    /// The Claude Code version of the latest record read.
+    version: Option<String>,
 }
 
 impl State {
@@ -189,6 +191,9 @@ impl State {
     fn record(&mut self, r: &Value, suffix: &str) {
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         self.cwd = self.cwd.take().or_else(|| r.get("cwd").and_then(Value::as_str).map(str::to_string));
+        if let Some(v) = r.get("version").and_then(Value::as_str) {
+            self.version = Some(v.to_string()); // the latest: the version running now
+        }
         let uuid = format!("{}{suffix}", r.get("uuid").and_then(Value::as_str).unwrap_or(""));
         let msg = r.get("message").cloned().unwrap_or(Value::Null);
         let turn = self.turn;
@@ -270,7 +275,11 @@ impl State {
         if let Some(cwd) = self.cwd {
             self.out.session.insert("workspace".into(), json!({"root": cwd}));
         }
-        // Not a configuration key: `config` and the profile look the model up.
+        // Not configuration keys: the profile takes its row by the agent's version,
+        // `config` and the profile look the model up.
+        if let Some(v) = self.version {
+            self.out.session.insert("agent_version".into(), json!(v));
+        }
         if let Some(m) = self.model {
             self.out.session.insert("model".into(), json!(m));
         }

@@ -42,6 +42,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         match ty {
             "session_meta" => {
                 if st.session_id.is_none() {
+                    st.version = p.get("cli_version").and_then(Value::as_str).map(str::to_string);
                     st.session_id = p.get("id").and_then(Value::as_str).map(str::to_string);
                     st.cwd = st.cwd.take().or_else(|| p.get("cwd").and_then(Value::as_str).map(str::to_string));
                 }
@@ -100,6 +101,8 @@ struct State {
     exit_codes: HashMap<String, i64>,
     /// The record of each call's output, by call id (an exit code reported after it).
     outputs: HashMap<String, usize>,
+    /// The Codex version the session recorded (`cli_version`).
+    version: Option<String>,
 }
 
 impl State {
@@ -435,6 +438,10 @@ impl State {
         }
         if !ws.is_empty() {
             self.out.session.insert("workspace".into(), Value::Object(ws));
+        }
+        // Not a configuration key: the profile takes its row by the agent's version.
+        if let Some(v) = self.version {
+            self.out.session.insert("agent_version".into(), json!(v));
         }
         self.out
     }

@@ -21,8 +21,10 @@ use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-/// The text Gemini CLI's compression opens the new history with (a user message).
+/// The text Gemini CLI's compression prompt asks the summary to be wrapped in.
 const SNAPSHOT: &str = "<state_snapshot>";
+/// The reply Gemini CLI writes after the summary of a compression (a fixed text).
+const ACKNOWLEDGED: &str = "Got it. Thanks for the additional context!";
 
 /// The window Gemini CLI uses for every model but the Gemma 4 ones (its `tokenLimit`).
 pub const DEFAULT_TOKEN_LIMIT: u64 = 1_048_576;
@@ -95,6 +97,12 @@ struct State {
     compactions: usize,
     /// The prompt size of the latest reply: what Gemini CLI compared before compressing.
     last_prompt: Option<u64>,
+    /// The message each item was read from, by item id (what a write-back copies).
+    sources: HashMap<String, Value>,
+    /// The ids of the compressions' summaries.
+    summaries: HashSet<String>,
+    /// Every message id the file has held so far (a resume writes them all again).
+    ids: HashSet<String>,
     workspace: Option<String>,
 }
 
@@ -149,6 +157,7 @@ impl State {
     /// model — it keeps).
     fn upsert(&mut self, mut message: Value, origin: usize, line: usize) {
         let id = message.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        self.ids.insert(id.clone());
         self.returning(&id, &mut message);
         if let Some(at) = self.live.iter().position(|l| l.message.get("id").and_then(Value::as_str) == Some(&id)) {
             let old = &self.live[at];
@@ -187,6 +196,11 @@ impl State {
         }
     }
 
+    /// Every message id the file has held so far.
+    fn note_ids(&mut self, messages: &[Value]) {
+        self.ids.extend(messages.iter().filter_map(|m| m.get("id").and_then(Value::as_str)).map(str::to_string));
+    }
+
     /// A metadata update; a `$set` of `messages` replaces the history: a compression
     /// when it brings a new state snapshot, else the same history written again
     /// (a resume, a rollback) whose messages are new copies of the old.
@@ -195,19 +209,17 @@ impl State {
             self.out.leave_out(Skip::Bookkeeping);
             return;
         };
-        let known: HashSet<&str> =
-            self.live.iter().filter_map(|l| l.message.get("id").and_then(Value::as_str)).collect();
-        let compression = messages
-            .iter()
-            .take(4)
-            .any(|m| is_snapshot(m) && !m.get("id").and_then(Value::as_str).is_some_and(|id| known.contains(id)));
-        if compression {
+        if let Some(summary) = compression_summary(messages, &self.ids) {
+            // The summary opens no turn of its own.
+            self.summaries.insert(summary);
+            self.note_ids(messages);
             self.flush(Some(line));
             for m in messages {
                 self.live.push(Live { message: restated(m), origin, line });
             }
             return;
         }
+        self.note_ids(messages);
         let old = std::mem::take(&mut self.live);
         let mut by_id: HashMap<String, Live> = old
             .into_iter()
@@ -277,13 +289,14 @@ impl State {
 
     /// A unique item id for a message (a message restated after a compression keeps
     /// its id in the file but is a new item).
-    fn item_id(&mut self, id: &str) -> String {
+    fn item_id(&mut self, id: &str, source: &Value) -> String {
         let mut out = id.to_string();
         let mut k = 1;
         while !self.written.insert(out.clone()) {
             k += 1;
             out = format!("{id}~{k}");
         }
+        self.sources.insert(out.clone(), source.clone());
         out
     }
 
@@ -301,7 +314,7 @@ impl State {
                 continue; // the same response written again (a resume restates it)
             }
             open.retain(|(c, _)| *c != call);
-            let rid = self.item_id(&format!("{id}#{call}"));
+            let rid = self.item_id(&format!("{id}#{call}"), m);
             let (body, failed) = response_text(p.get("response"));
             let name = p.get("name").and_then(Value::as_str);
             self.push_result(l, &rid, &call, name, body, failed);
@@ -326,11 +339,16 @@ impl State {
         // The context the agent sends first (`<session_context>`, hook context) and its
         // own compression snapshot belong to the turn they open, not a prompt of their own.
         let context = ["<session_context>", "<hook_context>"].iter().any(|p| trimmed.starts_with(p));
-        if !context && !trimmed.contains(SNAPSHOT) {
+        // A message this tool wrote back (`--output-format gemini-cli`) is its injected kind.
+        let injected = m.get(super::openhands::INJECTED_KEY).and_then(Value::as_str);
+        if !context && !trimmed.contains(SNAPSHOT) && injected.is_none() && !self.summaries.contains(id) {
             self.turn += 1;
         }
-        let item = self.item_id(id);
-        let rec = message(&item, &format!("turn-{}", self.turn.max(1)), "user", json!(text));
+        let item = self.item_id(id, m);
+        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), "user", json!(text));
+        if let Some(kind) = injected {
+            rec.insert("synthetic".into(), json!(kind));
+        }
         self.out.push_from(l.origin, l.line, Value::Object(rec));
     }
 
@@ -346,7 +364,7 @@ impl State {
             .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect();
-        let item = self.item_id(id);
+        let item = self.item_id(id, m);
         // Calls are the `functionCall` parts of the content when it has them, else the
         // recorded `toolCalls` (as the agent rebuilds its history).
         let mut calls: Vec<(String, String, Value, Option<&Value>)> = parts
@@ -408,7 +426,7 @@ impl State {
             }
             open.retain(|(c, _)| c != cid);
             let failed = failed || matches!(status, Some("error" | "cancelled"));
-            let rid = self.item_id(&format!("{item}#{cid}"));
+            let rid = self.item_id(&format!("{item}#{cid}"), m);
             self.push_result(l, &rid, cid, Some(name), body, failed);
         }
     }
@@ -451,20 +469,73 @@ impl State {
     }
 }
 
-/// Whether a history message is a compression's state snapshot (a user message).
+/// Whether a `$set` of messages is a compression: near its start, a message the history
+/// did not hold that opens a compression's new history — Gemini CLI's summary (a
+/// `<state_snapshot>` user message, or any user message the agent's fixed "Got it."
+/// reply follows: the summary's text is the model's), or the summary or checkpoint this
+/// tool wrote back. Returns the summary's id.
+fn compression_summary(messages: &[Value], known: &HashSet<String>) -> Option<String> {
+    let new = |m: &Value| !m.get("id").and_then(Value::as_str).is_some_and(|id| known.contains(id));
+    let head = &messages[..messages.len().min(4)];
+    head.iter().enumerate().find_map(|(k, m)| {
+        let acknowledged = head.get(k + 1).is_some_and(|next| {
+            next.get("type").and_then(Value::as_str) == Some("gemini")
+                && parts(next.get("content"))
+                    .iter()
+                    .any(|p| p.get("text").and_then(Value::as_str) == Some(ACKNOWLEDGED))
+        });
+        let opens = new(m) && m.get("type").and_then(Value::as_str) == Some("user") && (acknowledged || is_snapshot(m));
+        opens.then(|| m.get("id").and_then(Value::as_str).unwrap_or("").to_string())
+    })
+}
+
+/// Whether a history message is a compression's summary by its own text or mark: Gemini
+/// CLI's state snapshot, or the summary or checkpoint this tool wrote back.
 fn is_snapshot(m: &Value) -> bool {
+    let injected = m.get(super::openhands::INJECTED_KEY).and_then(Value::as_str);
     m.get("type").and_then(Value::as_str) == Some("user")
-        && parts(m.get("content"))
-            .iter()
-            .any(|p| p.get("text").and_then(Value::as_str).is_some_and(|t| t.contains(SNAPSHOT)))
+        && (matches!(injected, Some("history_summary_fallback" | "checkpoint"))
+            || parts(m.get("content"))
+                .iter()
+                .any(|p| p.get("text").and_then(Value::as_str).is_some_and(|t| t.contains(SNAPSHOT))))
+}
+
+/// What a write-back needs of a session: the metadata and messages of a session of
+/// the older single-document shape (`None` for JSON Lines), and the message each item
+/// was read from, by item id.
+pub(crate) struct Sources {
+    pub document: Option<(Map<String, Value>, Vec<Value>)>,
+    pub by_item: HashMap<String, Value>,
+}
+
+pub(crate) fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
+    let mut st = State::default();
+    let document = if is_document(raw) {
+        let doc = json_document(raw, file)?;
+        st.document(&doc, file)?;
+        let mut meta = doc.as_object().cloned().unwrap_or_default();
+        let messages = match meta.remove("messages") {
+            Some(Value::Array(m)) => m,
+            _ => Vec::new(),
+        };
+        Some((meta, messages))
+    } else {
+        for (line, r) in super::common::json_lines(raw, file)? {
+            st.out.begin(line);
+            st.record(&r, line);
+        }
+        None
+    };
+    st.flush(None);
+    Ok(Sources { document, by_item: st.sources })
 }
 
 /// A message of a compression's new history: no model call of the new context, so a
 /// reply it restates carries a usage of size 0.
 fn restated(m: &Value) -> Value {
     let mut m = m.clone();
-    if let Some(t) = m.get_mut("tokens").filter(|t| !t.is_null()) {
-        *t = json!({"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 0});
+    if let Some(o) = m.as_object_mut().filter(|o| o.get("type").and_then(Value::as_str) == Some("gemini")) {
+        o.insert("tokens".into(), json!({"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 0}));
     }
     m
 }
@@ -527,16 +598,18 @@ fn exit_code(text: &str) -> Option<i64> {
     text.lines().find_map(|l| l.trim().strip_prefix("Exit Code: ")?.trim().parse().ok())
 }
 
-/// A reply's usage: `tokens.input` is the prompt (cached tokens included), `tool` the
-/// tool-use prompt, `output` and `thoughts` what it generated.
+/// A reply's usage: `tokens.input` is the prompt (cached tokens included: the figure
+/// Gemini CLI compares), `output`, `thoughts` and `tool` (the tool-use prompt) the rest
+/// of its total; so the input and cache fields hold the prompt exactly, and the size is
+/// the reply's `total`.
 fn usage(tokens: Option<&Value>) -> Option<Value> {
     let t = tokens.filter(|t| t.is_object())?;
     let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
     Some(super::common::usage(
-        n("input").saturating_add(n("tool")),
+        n("input"),
         n("cached"),
         0,
-        n("output").saturating_add(n("thoughts")),
+        n("output").saturating_add(n("thoughts")).saturating_add(n("tool")),
         super::common::InputCount::WithCacheReads,
     ))
 }

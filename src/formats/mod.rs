@@ -96,6 +96,8 @@ pub enum OutputFormat {
     ClaudeCode,
     /// The Codex rollout with the compaction recorded as Codex records it.
     Codex,
+    /// The Gemini CLI session with the compaction recorded as Gemini CLI records it.
+    GeminiCli,
 }
 
 impl OutputFormat {
@@ -104,6 +106,7 @@ impl OutputFormat {
         match self {
             OutputFormat::ClaudeCode => Some(InputFormat::ClaudeCode),
             OutputFormat::Codex => Some(InputFormat::Codex),
+            OutputFormat::GeminiCli => Some(InputFormat::GeminiCli),
             _ => None,
         }
     }

@@ -14,6 +14,47 @@ struct Table {
     #[serde(rename = "claude-code")]
     claude_code: Vec<Row>,
     codex: Vec<Row>,
+    /// Per profile, the agent versions it was measured on, newest first.
+    profiles: Profiles,
+}
+
+#[derive(Debug, Deserialize)]
+struct Profiles {
+    #[serde(rename = "claude-code")]
+    claude_code: Vec<VersionRow>,
+    codex: Vec<VersionRow>,
+    #[serde(rename = "gemini-cli")]
+    gemini_cli: Vec<VersionRow>,
+}
+
+/// The trigger an agent's versions use: the versions it covers (a prefix such as
+/// `2.0.`), the version measured, and what it lays over the profile's preset.
+#[derive(Debug, Clone, Deserialize)]
+pub struct VersionRow {
+    pub versions: String,
+    pub measured: String,
+    #[serde(default)]
+    pub preset: serde_json::Value,
+    pub source: String,
+}
+
+impl VersionRow {
+    /// Whether a version a session recorded is one this row covers.
+    pub fn matches_version(&self, version: &str) -> bool {
+        version.starts_with(&self.versions)
+    }
+}
+
+/// The version rows of the profile of an agent (`claude-code`, `codex`, `gemini-cli`),
+/// newest first; none for another name.
+pub fn profile_rows(agent: &str) -> &'static [VersionRow] {
+    let p = &table().profiles;
+    match agent {
+        "claude-code" => &p.claude_code,
+        "codex" => &p.codex,
+        "gemini-cli" => &p.gemini_cli,
+        _ => &[],
+    }
 }
 
 /// One row of the table.

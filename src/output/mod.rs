@@ -401,7 +401,7 @@ impl Output {
                     w.write_all(chat::chat_line(done).as_bytes())?;
                     w.write_all(b"\n")
                 }
-                OutputFormat::ClaudeCode | OutputFormat::Codex => match &done.original {
+                OutputFormat::ClaudeCode | OutputFormat::Codex | OutputFormat::GeminiCli => match &done.original {
                     Some((format, bytes)) => crate::resume::write(w, done, *format, bytes),
                     None => Err(io::Error::other("the input as read was not kept")),
                 },

@@ -7,6 +7,9 @@
 //!   retained records copied after it with fresh uuids, re-parented in order.
 //! - Codex ([`codex`]): a `compacted` record whose `replacement_history` is the
 //!   compacted history, then a `context_compacted` event.
+//! - Gemini CLI ([`gemini_cli`]): a `$set` of `messages`, the new history, as its own
+//!   compression writes (a session of the older single-document shape is first written
+//!   as JSON Lines, as Gemini CLI does when it resumes one).
 //!
 //! Only a plan that replaces history (a summary or a checkpoint) is a compaction; any
 //! other plan leaves the session as it was (the caller says so).
@@ -17,6 +20,7 @@
 
 mod claude_code;
 mod codex;
+mod gemini_cli;
 
 use crate::engine::Processed;
 use crate::formats::InputFormat;
@@ -27,6 +31,10 @@ use std::io::{self, Write};
 /// Writes `original` (the input as read) followed by the compaction `done` plans, in
 /// the input's own format.
 pub fn write(w: &mut dyn Write, done: &Processed<'_>, format: InputFormat, original: &[u8]) -> io::Result<()> {
+    if format == InputFormat::GeminiCli {
+        let c = Compaction::of(done);
+        return gemini_cli::write(w, done, c.as_ref(), original).map_err(|e| io::Error::other(e.to_string()));
+    }
     w.write_all(original)?;
     if !original.is_empty() && !original.ends_with(b"\n") {
         w.write_all(b"\n")?;
