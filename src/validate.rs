@@ -57,16 +57,32 @@ pub fn agent_file(raw: &[u8], format: crate::formats::InputFormat, file: &Path) 
 
 fn claude_code_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, String)) {
     let mut line_of: HashMap<&str, usize> = HashMap::new();
+    let mut first_of: HashMap<&str, &Value> = HashMap::new();
     for (n, r) in lines {
         if let Some(u) = r.get("uuid").and_then(Value::as_str) {
             if let Some(first) = line_of.insert(u, *n) {
                 line_of.insert(u, first);
-                v(*n, "duplicate_uuid", format!("uuid {u:?} was first used on line {first}"));
+                // A record logged again when the session was resumed is the same record.
+                if !first_of.get(u).is_some_and(|f| crate::formats::claude_code::relogged(f, r)) {
+                    v(*n, "duplicate_uuid", format!("uuid {u:?} was first used on line {first}"));
+                }
+            } else {
+                first_of.insert(u, r);
             }
         }
     }
-    let parent_of: HashMap<&str, &str> =
-        lines.iter().filter_map(|(_, r)| Some((r.get("uuid")?.as_str()?, r.get("parentUuid")?.as_str()?))).collect();
+    // The parent of a uuid is its first record's: a second record of it (reported
+    // above) does not make chains of its own.
+    let mut parent_of: HashMap<&str, &str> = HashMap::new();
+    for (_, r) in lines {
+        if let Some(u) = r.get("uuid").and_then(Value::as_str) {
+            if first_of.get(u).is_some_and(|f| std::ptr::eq(*f, r)) {
+                if let Some(p) = r.get("parentUuid").and_then(Value::as_str) {
+                    parent_of.insert(u, p);
+                }
+            }
+        }
+    }
     for (n, r) in lines {
         for key in ["parentUuid", "logicalParentUuid"] {
             if let Some(p) = r.get(key).and_then(Value::as_str) {

@@ -67,7 +67,15 @@ pub(super) fn validate(args: ValidateArgs) -> Result<Exit> {
                     }
                     all.push(v);
                 }
-                all.extend(crate::validate::agent_file(&raw, canonical.format, &shown));
+                let own = crate::validate::agent_file(&raw, canonical.format, &shown);
+                // One conflict, one violation: a uuid used by two records is also an
+                // item id used twice in the canonical form.
+                let at: std::collections::HashSet<usize> =
+                    own.iter().filter(|v| v.code == "duplicate_uuid").map(|v| v.line).collect();
+                all.retain(|v| {
+                    !(v.code == "duplicate_id" && v.file == shown.display().to_string() && at.contains(&v.line))
+                });
+                all.extend(own);
             }
             Err(e) => {
                 unreadable = true;

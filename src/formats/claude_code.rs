@@ -121,7 +121,7 @@ fn is_sidechain(r: &Value) -> bool {
 /// A record logged again when a session was resumed: the same uuid, the same parent
 /// and the same message as its first copy (only the session, the time and such
 /// bookkeeping differ).
-fn relogged(first: &Value, again: &Value) -> bool {
+pub(crate) fn relogged(first: &Value, again: &Value) -> bool {
     ["parentUuid", "type", "message", "toolUseResult", "subtype", "content"]
         .iter()
         .all(|k| first.get(k) == again.get(k))

@@ -121,6 +121,7 @@ impl State {
                 Some(text) => {
                     let turn = self.turn_id();
                     self.out.push(Value::Object(message(&format!("L{line}"), &turn, "system", json!(text))));
+                    self.awaiting_context.push(self.out.records.len() - 1);
                 }
                 None => self.out.leave_out(Skip::Header),
             }
@@ -192,7 +193,12 @@ impl State {
         let injected = p.get(super::openhands::INJECTED_KEY).and_then(Value::as_str).filter(|_| role == "user");
         // The context Codex sends with a prompt (environment, AGENTS.md) opens no turn:
         // it belongs to the prompt's.
-        let prompt = role == "user" && injected.is_none() && !is_context(&text);
+        let context = role == "user" && is_context(&text);
+        let prompt = role == "user" && injected.is_none() && !context;
+        if context && self.cwd.is_none() {
+            // A rollout without turn_context (before 0.3x) names its folder only here.
+            self.cwd = tag(&text, "cwd");
+        }
         if prompt {
             self.turns += 1;
         }
@@ -458,6 +464,14 @@ fn is_context(text: &str) -> bool {
     let Some(rest) = t.strip_prefix('<') else { return false };
     let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ')).collect();
     !name.is_empty() && rest[name.len()..].starts_with('>') && t.ends_with(&format!("</{name}>"))
+}
+
+/// The text of `<name>…</name>` in a context block.
+fn tag(text: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find(&format!("</{name}>"))? + start;
+    Some(text[start..end].trim().to_string()).filter(|s| !s.is_empty())
 }
 
 fn with_role(item: &Value, role: &str) -> Value {

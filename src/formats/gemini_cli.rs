@@ -344,6 +344,9 @@ impl State {
         if !context && !trimmed.contains(SNAPSHOT) && injected.is_none() && !self.summaries.contains(id) {
             self.turn += 1;
         }
+        if context && self.workspace.is_none() {
+            self.workspace = workspace_of(trimmed);
+        }
         let item = self.item_id(id, m);
         let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), "user", json!(text));
         if let Some(kind) = injected {
@@ -593,6 +596,27 @@ fn response_text(response: Option<&Value>) -> (String, bool) {
     }
 }
 
+/// The workspace the session context names: the first of its "Workspace Directories"
+/// (current versions), or "the directory" it is working in (older ones).
+fn workspace_of(context: &str) -> Option<String> {
+    let mut lines = context.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        if let Some(dir) = line.strip_prefix("I'm currently working in the directory: ") {
+            return Some(dir.trim().to_string()).filter(|d| !d.is_empty());
+        }
+        if line.contains("Workspace Directories")
+            || line.starts_with("I'm currently working in the following directories")
+        {
+            return lines
+                .next()
+                .and_then(|l| l.strip_prefix("- "))
+                .map(|d| d.trim().to_string())
+                .filter(|d| !d.is_empty());
+        }
+    }
+    None
+}
+
 /// The exit code `run_shell_command` reports in its output (`Exit Code: N`).
 fn exit_code(text: &str) -> Option<i64> {
     text.lines().find_map(|l| l.trim().strip_prefix("Exit Code: ")?.trim().parse().ok())
@@ -636,5 +660,15 @@ mod tests {
         assert_eq!(response_text(Some(&json!({"error": "no such file"}))), ("no such file".into(), true));
         assert_eq!(exit_code("Output: x\nExit Code: 2\nProcess Group PGID: 7"), Some(2));
         assert_eq!(exit_code("Output: Exit Code: 2"), None);
+    }
+
+    #[test]
+    fn the_workspace_is_the_first_directory_the_session_context_names() {
+        let current =
+            "<session_context>\nThis is the Gemini CLI.\n- **Workspace Directories:**\n  - /work/app\n  - /work/lib\n";
+        assert_eq!(workspace_of(current).as_deref(), Some("/work/app"));
+        let older = "I'm currently working in the directory: /home/me/proj\nHere is the folder structure";
+        assert_eq!(workspace_of(older).as_deref(), Some("/home/me/proj"));
+        assert_eq!(workspace_of("<session_context>\nnothing here"), None);
     }
 }

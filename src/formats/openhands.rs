@@ -82,6 +82,8 @@ struct Events {
     open: Vec<(String, String)>,
     agent_acted: bool,
     workspace: bool,
+    /// The file an IPython call edits through OpenHands' agent skills, by call id.
+    skill_edits: HashMap<String, String>,
 }
 
 impl Events {
@@ -136,6 +138,9 @@ impl Events {
             None
         };
         if let Some((call_id, name, arguments)) = call {
+            if let Some(path) = arguments.get("code").and_then(Value::as_str).and_then(skill_edit) {
+                self.skill_edits.insert(call_id.clone(), path);
+            }
             self.workspace |=
                 arguments.get("path").and_then(Value::as_str).is_some_and(|p| p.starts_with("/workspace/"));
             rec.insert("tool_calls".into(), json!([{"id": call_id, "name": name, "arguments": arguments}]));
@@ -178,6 +183,15 @@ impl Events {
             rec.insert("exit_code".into(), json!(code));
         }
         self.out.push(Value::Object(rec));
+        // An edit through the agent skills that went through changed its file.
+        let text = e.get("content").and_then(Value::as_str).unwrap_or("");
+        let refused = ["[Your proposed edit has introduced", "[No exact match found", "ERROR:", "Traceback"];
+        let edited = self.skill_edits.remove(&call_id).filter(|_| !failed && !refused.iter().any(|r| text.contains(r)));
+        if let Some(path) = edited {
+            self.workspace |= path.starts_with("/workspace/");
+            self.out.push(json!({"type": "event", "name": crate::transcript::Event::FilesChanged.as_str(),
+                "id": format!("{id}-changed"), "call_id": call_id, "paths": [path]}));
+        }
     }
 
     fn finish(mut self, file: &Path) -> Imported {
@@ -194,6 +208,17 @@ impl Events {
         }
         self.out
     }
+}
+
+/// The file an IPython cell edits with OpenHands' agent skills (`edit_file_by_replace`,
+/// `insert_content_at_line`, `append_file`, `create_file`, each naming it first, quoted).
+fn skill_edit(code: &str) -> Option<String> {
+    const SKILLS: &[&str] = &["edit_file_by_replace(", "insert_content_at_line(", "append_file(", "create_file("];
+    let at = SKILLS.iter().find_map(|s| code.find(s).map(|k| k + s.len()))?;
+    let rest = code[at..].trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let end = rest[1..].find(quote)?;
+    Some(rest[1..=end].to_string()).filter(|p| !p.is_empty())
 }
 
 /// The arguments of a flat action: its fields but the event's own.
@@ -217,6 +242,8 @@ fn without_thought(args: &Value) -> Value {
         "kernel_init_code",
         "confirmation_state",
         "hidden",
+        "blocking",
+        "include_extra",
     ];
     match args {
         Value::Object(o) => Value::Object(
@@ -278,4 +305,18 @@ fn response_usage(meta: &Value, seen: &mut HashSet<String>) -> Option<Value> {
     let cache_write = n("cache_creation_input_tokens");
     let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
     Some(super::common::usage(input, cache_read, cache_write, output, super::common::InputCount::WithCache))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skill_edit;
+
+    #[test]
+    fn an_agent_skill_names_the_file_it_edits_first() {
+        let code = "edit_file_by_replace(\n'/workspace/src/App.tsx',\nto_replace=\"a\",\nnew_content=\"b\")";
+        assert_eq!(skill_edit(code).as_deref(), Some("/workspace/src/App.tsx"));
+        assert_eq!(skill_edit("create_file(\"/workspace/LICENSE\")").as_deref(), Some("/workspace/LICENSE"));
+        assert_eq!(skill_edit("open_file('/workspace/src/App.css')"), None);
+        assert_eq!(skill_edit("edit_file_by_replace(path, to_replace='x')"), None);
+    }
 }

@@ -18,7 +18,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 fn the_projects_own_golden_cases_pass() {
     let o = run(&["check", "testdata/check"]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).ends_with("8 case(s), 0 differ\n"), "{}", stdout(&o));
+    assert!(stdout(&o).ends_with("9 case(s), 0 differ\n"), "{}", stdout(&o));
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn a_difference_is_a_unified_diff_and_exit_1_and_bless_fixes_it() {
     // How to accept it, as a command to copy.
     assert!(
         out.ends_with(&format!(
-            "8 case(s), 2 differ\nto review them as NAME.new files, run: rivumi-compact check --pending {d}\n\
+            "9 case(s), 2 differ\nto review them as NAME.new files, run: rivumi-compact check --pending {d}\n\
              to accept the actual outputs as expected, run: rivumi-compact check --bless {d}\n"
         )),
         "{out}"
@@ -96,13 +96,13 @@ fn check_for_ci_colour_json_subsets_and_args_files() {
     let o = run(&["check", d, "--json"]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
-    assert_eq!((v["total"].as_u64(), v["differ"].as_u64(), v["errors"].as_u64()), (Some(8), Some(1), Some(0)));
+    assert_eq!((v["total"].as_u64(), v["differ"].as_u64(), v["errors"].as_u64()), (Some(9), Some(1), Some(0)));
     let fa = v["cases"].as_array().unwrap().iter().find(|c| c["name"] == "fallback-applied").unwrap();
     assert_eq!(fa["status"], "differ");
     assert_eq!(fa["files"][0]["file"], "reanchor.md");
     assert_eq!(fa["files"][0]["status"], "changed");
     assert!(fa["files"][0]["diff"].as_str().unwrap().contains("\n+- src/range.rs\n"), "{fa}");
-    assert!(v["cases"].as_array().unwrap().iter().filter(|c| c["status"] == "ok").count() == 7);
+    assert!(v["cases"].as_array().unwrap().iter().filter(|c| c["status"] == "ok").count() == 8);
 
     // An args file: a flag and its value on one line; an error names the file and line.
     let caps = dir.path().join("reanchor-caps");
@@ -307,11 +307,11 @@ fn reports_for_github_and_junit() {
     let xml = stdout(&o);
     assert!(
         xml.starts_with(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"8\" failures=\"1\" errors=\"0\">"
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"9\" failures=\"1\" errors=\"0\">"
         ),
         "{xml}"
     );
-    assert_eq!(xml.matches("<testcase ").count(), 8);
+    assert_eq!(xml.matches("<testcase ").count(), 9);
     assert!(
         xml.contains("name=\"fallback-applied\"")
             && xml.contains("<failure message=\"differs: decision.json (changed)\">"),

@@ -353,8 +353,10 @@ fn errors_in_imported_files_name_the_input_lines_and_validate_reads_the_agents_f
     let p = path_str(&path);
     let o = run(&["decide", p]);
     assert!(stderr(&o).contains("dup.jsonl:7:1: duplicate id \"u1\" (first used on line 1)"), "{}", stderr(&o));
+    // One conflict is one violation: the uuid used twice, not also the item id it makes.
     let v = stdout(&run(&["validate", p]));
-    assert!(v.contains("dup.jsonl:7: duplicate_id") && v.contains("dup.jsonl:7: duplicate_uuid"), "{v}");
+    assert!(!v.contains("dup.jsonl:7: duplicate_id") && v.contains("dup.jsonl:7: duplicate_uuid"), "{v}");
+    assert!(v.ends_with("1 violation(s) in 1 transcript(s)\n"), "{v}");
     // A Codex replacement history with a call that has no output, and ordinals going back.
     let codex = [
         r#"{"timestamp":"t","ordinal":5,"type":"session_meta","payload":{"id":"c"}}"#,

@@ -1,5 +1,6 @@
 //! The one integration-test binary: runs the real executable with a clean environment.
 
+mod accounting;
 mod batch;
 mod check;
 mod cli;

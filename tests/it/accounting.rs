@@ -1,0 +1,273 @@
+//! Every input record is accounted for (SPEC 1 "Accounting"): an item, or counted
+//! under a named reason; a file that gives nothing is an error, never an empty success;
+//! detection never settles on a format under which most records are unknown. And the
+//! shapes real sessions come in: Gemini CLI sessions, Claude Code sub-agent files and
+//! resumed sessions, legacy Codex rollouts, OpenHands resolver outputs and folders.
+
+use crate::support::{cmd, path_str, root, run, stderr, stdout, temp_file};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// `decide --json`'s record counts for a file.
+fn records(path: &Path, extra: &[&str]) -> Value {
+    let o = cmd().args(["decide", "--json", path_str(path)]).args(extra).output().unwrap();
+    assert!(o.status.success(), "{}: {}", path.display(), stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v["records"].clone()
+}
+
+/// The counts add up to the records read, and no record was taken by no rule.
+fn adds_up(path: &Path, r: &Value) {
+    let skipped: u64 = r["skipped"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+    let read = r["records"].as_u64().unwrap();
+    assert_eq!(r["in_items"].as_u64().unwrap() + skipped, read, "{}: {r}", path.display());
+    assert!(r["skipped"].get("unaccounted").is_none(), "{}: a record no rule took: {r}", path.display());
+    assert!(r["items"].as_u64().unwrap() > 0, "{}: no item: {r}", path.display());
+}
+
+fn bundled_transcripts() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("testdata/cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("input.jsonl"))
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_counts_add_up_on_every_bundled_case() {
+    let cases = bundled_transcripts();
+    assert!(cases.len() > 40, "{} cases", cases.len());
+    for path in cases {
+        let args = std::fs::read_to_string(path.with_file_name("args")).unwrap_or_default();
+        let format: Vec<&str> = args
+            .lines()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .find(|w| w[0] == "--input-format")
+            .map_or(Vec::new(), <[&str]>::to_vec);
+        adds_up(&path, &records(&path, &format));
+    }
+}
+
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn the_counts_add_up_on_every_real_file() {
+    let dir = root().join("../shared/realdata");
+    let mut n = 0;
+    for sub in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()) {
+        for file in std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().path()) {
+            adds_up(&file, &records(&file, &[]));
+            n += 1;
+        }
+    }
+    assert!(n >= 11, "{n} real files");
+}
+
+#[test]
+fn runs_summary_line_and_decide_name_the_counts() {
+    let case = "testdata/cases/gemini-cli-session/input.jsonl";
+    let o = run(&["run", case, "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stderr(&o);
+    assert!(
+        line.contains(
+            "; 38 records: 8 read into 12 items, 1 header, 15 bookkeeping, 2 display_only, 3 off_thread, 9 superseded"
+        ),
+        "{line}"
+    );
+    let o = run(&["decide", case]);
+    assert!(stdout(&o).contains("\nrecords:     38 records: 8 read into 12 items,"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_file_that_gives_no_item_is_bad_input_naming_the_format_and_what_was_left_out() {
+    // Claude Code bookkeeping only: read, and nothing the model was sent.
+    let text = concat!(
+        r#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
+        "\n",
+        r#"{"type":"progress","parentUuid":null,"uuid":"p1","sessionId":"s","data":{"type":"hook_progress"}}"#,
+        "\n",
+        r#"{"type":"queue-operation","operation":"enqueue","sessionId":"s"}"#,
+        "\n"
+    );
+    let (_d, path) = temp_file("s.jsonl", text.as_bytes());
+    for command in ["run", "decide", "stats", "replay"] {
+        let o = run(&[command, path_str(&path)]);
+        assert_eq!(o.status.code(), Some(3), "{command}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("s.jsonl: read as claude-code, 3 records gave no model-visible message or tool result"),
+            "{command}: {e}"
+        );
+        assert!(e.contains("(3 left out: 3 bookkeeping)"), "{command}: {e}");
+    }
+    // A canonical file of events only is no transcript either; an empty file is.
+    let (_d, path) = temp_file("e.jsonl", br#"{"type":"event","name":"compaction_requested","id":"compaction-1"}"#);
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("read as rivumi, 1 record gave no model-visible"), "{}", stderr(&o));
+    let (_d, path) = temp_file("empty.jsonl", b"");
+    assert_eq!(run(&["run", path_str(&path)]).status.code(), Some(0));
+}
+
+#[test]
+fn detection_never_settles_on_a_format_under_which_most_records_are_unknown() {
+    // A Gemini CLI session whose first line looks like Claude Code's (a `sessionId`):
+    // the whole file is Gemini's.
+    let text = std::fs::read_to_string(root().join("testdata/cases/gemini-cli-session/input.jsonl")).unwrap();
+    let first = r#"{"sessionId":"s","cwd":"/w","type":"user","uuid":"u0","parentUuid":null,"message":{"role":"user","content":"hi"}}"#;
+    let (_d, path) = temp_file("s.jsonl", format!("{first}\n{}", text.split_once('\n').unwrap().1).as_bytes());
+    let o = run(&["decide", "--json", path_str(&path)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_format"], "gemini-cli", "{v}");
+    // Records of no format at all after a first record that looks like Claude Code's.
+    let (_d, path) = temp_file(
+        "x.jsonl",
+        format!("{first}\n{{\"kind\":\"a\"}}\n{{\"kind\":\"b\"}}\n{{\"kind\":\"c\"}}\n").as_bytes(),
+    );
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "no input format fits this file: its first records look like claude-code, but 3 of its 4 records"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--input-format"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_claude_code_main_session_names_its_sub_agents_files_and_each_reads_as_its_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("5e55.jsonl");
+    let sub = dir.path().join("5e55/subagents");
+    std::fs::create_dir_all(&sub).unwrap();
+    let main_text = std::fs::read_to_string(root().join("testdata/cases/claude-code-resumed/input.jsonl")).unwrap();
+    std::fs::write(&main, main_text).unwrap();
+    let agent = sub.join("agent-a7f3c2d1.jsonl");
+    std::fs::copy(root().join("testdata/cases/claude-code-subagent-file/input.jsonl"), &agent).unwrap();
+    let o = run(&["run", path_str(&main)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "its sub-agents' threads are in 1 file(s) beside it, read apart (each is a transcript of its own): {}",
+            agent.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    // The sub-agent's file: every record a sidechain, all of them its conversation.
+    let r = records(&agent, &[]);
+    assert_eq!(
+        (r["records"].as_u64(), r["in_items"].as_u64(), r["items"].as_u64()),
+        (Some(7), Some(7), Some(6)),
+        "{r}"
+    );
+    let o = run(&["run", path_str(&agent)]);
+    let calls = stdout(&o).matches("\"type\":\"tool_result\"").count();
+    assert_eq!(calls, 2, "both of the sub-agent's tool calls are read: {}", stdout(&o));
+}
+
+#[test]
+fn a_resumed_claude_code_session_reads_each_relogged_record_once_and_validate_names_a_real_conflict_once() {
+    let case = root().join("testdata/cases/claude-code-resumed/input.jsonl");
+    let r = records(&case, &[]);
+    assert_eq!(r["skipped"]["superseded"], 4, "the four records logged again: {r}");
+    let o = run(&["validate", path_str(&case)]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    // The same uuid for another message: one violation, not one per form of the file.
+    let text = std::fs::read_to_string(&case).unwrap();
+    let mut last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    last["uuid"] = "r1".into();
+    last["parentUuid"] = "r8".into();
+    last["message"]["id"] = "msg_other".into();
+    let (_d, path) = temp_file("c.jsonl", format!("{text}{last}\n").as_bytes());
+    let o = run(&["validate", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert_eq!(stdout(&o).matches("c.jsonl:14:").count(), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("c.jsonl:14: duplicate_uuid: uuid \"r1\" was first used on line 1"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_legacy_codex_rollout_is_read_with_its_instructions_as_the_system_text() {
+    let case = root().join("testdata/cases/codex-legacy-rollout/input.jsonl");
+    let o = run(&["run", path_str(&case)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first_item: Value = serde_json::from_str(stdout(&o).lines().nth(1).unwrap()).unwrap();
+    assert_eq!(first_item["role"], "system");
+    assert_eq!(first_item["content"], "You are a careful coding agent. Keep changes small.");
+    assert_eq!(stdout(&o).matches("\"exit_code\":").count(), 3, "every command's exit code: {}", stdout(&o));
+    assert!(stderr(&o).contains("15 records: 10 read into 10 items, 5 bookkeeping"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_codex_prompt_and_the_context_sent_before_it_are_one_turn() {
+    let o = run(&["decide", "--json", "testdata/cases/codex-preamble/input.jsonl"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["turns"].as_array().unwrap().len(), 1, "{v}");
+    let o = run(&["run", "testdata/cases/codex-preamble/input.jsonl"]);
+    let turns: std::collections::BTreeSet<String> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get("turn")?.as_str().map(str::to_string))
+        .collect();
+    assert_eq!(turns.into_iter().collect::<Vec<_>>(), ["t-0001"]);
+}
+
+#[test]
+fn an_openhands_resolver_output_is_a_dataset_of_runs_and_a_folder_takes_json_files() {
+    let data = root().join("testdata/dataset/openhands-resolver-output.jsonl");
+    let o = run(&["run", path_str(&data), "--max-total-tokens", "1200", "--verify", "python -m pytest"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let input = std::fs::read_to_string(&data).unwrap();
+    assert_eq!(stdout(&o).lines().count(), input.lines().count(), "one line per run");
+    let first: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let injected: Vec<&str> =
+        first["history"].as_array().unwrap().iter().filter_map(|e| e["rivumi"].as_str()).collect();
+    assert_eq!(injected, ["history_summary_fallback", "pressure_reminder", "reanchor"]);
+    let reanchor = first["history"].as_array().unwrap().iter().find(|e| e["rivumi"] == "reanchor").unwrap();
+    let text = reanchor["message"].as_str().unwrap();
+    assert!(text.contains("Changed files (most recent first):\n- calc.py\n"), "the agent-skill edit: {text}");
+    assert!(text.contains("Check status: pass (`python -m pytest`)"), "{text}");
+    // Each run's task is the user's message, each action a call answered by the
+    // observation after it.
+    let o = run(&["decide", path_str(&data), "--line", "2", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["records"]["items"], 6, "{v}");
+
+    // A folder of OpenHands event dumps (`*.json`) beside a configuration file.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["basic.json", "basic_gui_mode.json"] {
+        let from = root().join("testdata/cases/openhands-view-and-error/input.jsonl");
+        std::fs::copy(from, dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("config.json"), b"{\"threshold\": 0.5}\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&["run", path_str(dir.path()), "--out-dir", path_str(out.path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2 file(s): 0 compacted, 2 unchanged, 0 failed"), "{}", stderr(&o));
+    assert!(out.path().join("basic/transcript.jsonl").is_file() && !out.path().join("config").exists());
+}
+
+#[test]
+fn a_gemini_cli_session_reads_in_both_shapes() {
+    let session = root().join("testdata/cases/gemini-cli-session/input.jsonl");
+    let o = run(&["run", path_str(&session)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items: Vec<Value> = stdout(&o).lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ids: Vec<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
+    // The last copy of a message is read, at the place of the first; a rewound prompt
+    // and the reply to it are off the thread; info and error messages are never sent.
+    assert!(!ids.contains(&"u2") && !ids.contains(&"g4") && !ids.contains(&"i1") && !ids.contains(&"e1"), "{ids:?}");
+    let calls = items.iter().filter_map(|i| i["tool_calls"].as_array()).flatten().count();
+    let results = items.iter().filter(|i| i["type"] == "tool_result").count();
+    assert_eq!((calls, results), (4, 4), "every call once, every result once: {ids:?}");
+    let failed: Vec<&Value> = items.iter().filter(|i| i["exit_code"] == 1).collect();
+    assert_eq!(failed.len(), 1, "the failing test run's exit code");
+    let document = root().join("testdata/cases/gemini-cli-document/input.jsonl");
+    let r = records(&document, &[]);
+    assert_eq!((r["records"].as_u64(), r["skipped"]["display_only"].as_u64()), (Some(7), Some(1)), "{r}");
+}
