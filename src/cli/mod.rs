@@ -183,7 +183,7 @@ pub struct RunArgs {
     /// Decide without side effects: no files, no hooks, no summarizer; print the decision
     #[arg(long)]
     pub dry_run: bool,
-    /// The format of the compacted transcript: canonical JSONL, or one OpenAI chat line per transcript
+    /// The format of the compacted transcript: canonical JSONL, one OpenAI chat line per transcript, or the agent's own session to resume (claude-code, codex, gemini-cli)
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Canonical)]
     pub output_format: OutputFormat,
     /// Write what would go to stdout into FILE instead (atomically; `-`: stdout)
