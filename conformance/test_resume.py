@@ -7,6 +7,7 @@ resumes it with a new prompt and compares the request the agent sends with the
 compacted context `run` makes of the same session.
 """
 
+import json
 import os
 import shutil
 import unittest
@@ -97,7 +98,17 @@ class Resume:
             resume = session and self.agent.session_id(session)
             a.exec(prompt, script(self.agent, totals[first:end], first), resume=resume).check()
             session = a.sessions()[-1]
+        self.assert_accounted(session)
         return a, session
+
+    def assert_accounted(self, session):
+        """What the agent wrote is read whole: every record an item or counted under a
+        named reason, none of an unknown type, none taken by no rule (SPEC 13 "formats")."""
+        records = json.loads(rivumi("decide", "--json", session).stdout)["records"]
+        skipped = records["skipped"]
+        self.assertEqual(records["in_items"] + sum(skipped.values()), records["records"], records)
+        self.assertNotIn("unknown", skipped, records)
+        self.assertNotIn("unaccounted", skipped, records)
 
     def write_back(self, a, session, flags):
         """Replaces the session file with its written-back form; returns a copy of the

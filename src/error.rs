@@ -30,13 +30,21 @@ impl Exit {
     pub const TABLE: [(&'static str, &'static str); 6] = [
         ("0", "success, also when nothing needed compaction, and when stdout is closed early by a reader such as head"),
         ("1", "check found differences, or validate found violations"),
-        ("2", "usage error, found before any input is read"),
+        (
+            "2",
+            "usage error, or an output that cannot be made (--out, --rejects, --svg, --out-dir), found before any \
+             input is read: nothing was done and no output was committed",
+        ),
         (
             "3",
             "bad input: a transcript or configuration that cannot be read or parsed (file:line:column in the message; \
              3 wins over 1); a dataset whose input breaks off (a cut gzip stream) still gives the rows before the break",
         ),
-        ("4", "a pre-compact hook or summarizer failed, a checkpoint was refused, or an input of a batch failed"),
+        (
+            "4",
+            "done, with failures: a pre-compact hook or summarizer failed, a checkpoint was refused, an input of a \
+             batch failed, dataset rows were bad, or an output failed while it was written",
+        ),
         (
             "128+N",
             "killed by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP): the signal is re-raised after cleaning up; \

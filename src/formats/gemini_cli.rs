@@ -51,7 +51,33 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         }
     }
     st.flush(None);
+    let subagents = subagent_files(file, st.session_id.as_deref());
+    if !subagents.is_empty() {
+        let names: Vec<String> = subagents.iter().map(|p| crate::ui::escape(&p.display().to_string())).collect();
+        st.out.warnings.push(format!(
+            "{}: gemini-cli: its sub-agents' sessions are in {} file(s) beside it, read apart (each is a transcript of its own): {}",
+            file.display(),
+            names.len(),
+            names.join(", ")
+        ));
+    }
     Ok(st.finish())
+}
+
+/// The sub-agents' sessions Gemini CLI writes beside a main session, in a folder named
+/// after its full session id (`chats/<sessionId>/*.jsonl`), sorted.
+fn subagent_files(file: &Path, session: Option<&str>) -> Vec<std::path::PathBuf> {
+    let (Some(dir), Some(session)) = (file.parent(), session) else { return Vec::new() };
+    if session.is_empty() || session.contains(['/', '\\']) || session.starts_with('.') {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(dir.join(session)) else { return Vec::new() };
+    let mut out: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl" || e == "json") && p.is_file())
+        .collect();
+    out.sort();
+    out
 }
 
 /// Whether the input is one JSON document (the older shape, written pretty-printed or

@@ -140,24 +140,62 @@ pub fn is_stdout(path: &Path) -> bool {
 /// disk, is still found by writing.)
 pub fn check_file_path(path: &Path, flag: &str) -> Result<(), Error> {
     let shown = || crate::ui::escape(&path.display().to_string());
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => Err(Error::Usage(format!("{flag} {} is a folder: {flag} names a file", shown()))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_ok() => {
-            Err(Error::Usage(format!("{flag} {} is a link to nothing: refusing to create its target", shown())))
+    let made = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(Error::Usage(format!("{flag} {} is a folder: {flag} names a file", shown())));
         }
-        _ => Ok(()),
-    }
+        Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_ok() => {
+            return Err(Error::Usage(format!(
+                "{flag} {} is a link to nothing: refusing to create its target",
+                shown()
+            )));
+        }
+        // A regular file is replaced by a temporary file renamed over it, in its folder.
+        Ok(m) if m.is_file() => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|_| std::fs::canonicalize(path))
+            .and_then(|real| probe_folder(real.parent().unwrap_or(Path::new("/")))),
+        // A FIFO or a device is written through when the run ends, as `>` writes it.
+        Ok(_) => Ok(()),
+        Err(_) => probe_folder(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))),
+    };
+    made.map_err(|e| cannot_make(flag, path, &e))
 }
 
-/// [`check_file_path`] for a folder to write (`--out-dir`): an existing file is a usage error.
+/// [`check_file_path`] for a folder to write (`--out-dir`): an existing file is a usage
+/// error, and so is a folder nothing can be written in.
 pub fn check_folder_path(path: &Path, flag: &str) -> Result<(), Error> {
     match std::fs::metadata(path) {
         Ok(m) if !m.is_dir() => Err(Error::Usage(format!(
             "{flag} {} exists and is not a folder: {flag} names a folder to write into",
             crate::ui::escape(&path.display().to_string())
         ))),
-        _ => Ok(()),
+        _ => probe_folder(path).map_err(|e| cannot_make(flag, path, &e)),
     }
+}
+
+/// An output that cannot be made, found before any input is read: nothing was done
+/// (exit 2), and no other output is committed.
+fn cannot_make(flag: &str, path: &Path, e: &io::Error) -> Error {
+    // The OS's words, without the name of the probe's random file.
+    let reason = e.raw_os_error().map_or_else(|| e.kind().to_string(), |c| io::Error::from_raw_os_error(c).to_string());
+    Error::Usage(format!(
+        "{flag} {}: cannot be written ({reason}): nothing was done",
+        crate::ui::escape(&path.display().to_string())
+    ))
+}
+
+/// Whether a temporary file can be made in `dir` (or, when it does not exist yet, in the
+/// nearest folder above it, where its missing folders would be made): the file every
+/// output is first written to. The probe leaves nothing behind.
+fn probe_folder(dir: &Path) -> io::Result<()> {
+    let mut at = dir;
+    while !at.as_os_str().is_empty() && !at.exists() {
+        at = at.parent().unwrap_or(Path::new(""));
+    }
+    let at = if at.as_os_str().is_empty() { Path::new(".") } else { at };
+    tempfile::Builder::new().prefix(".rivumi-probe-").tempfile_in(at).map(drop)
 }
 
 /// Refuses an output path (named by `flag`) that is one of the inputs (`real`: the

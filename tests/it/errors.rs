@@ -180,10 +180,14 @@ fn an_output_that_cannot_be_made_says_why_without_a_temporary_name() {
     // /proc/self takes no new file, whoever runs the tests (root included).
     for args in [vec!["run", input, "--out", "/proc/self/x.jsonl"], vec!["replay", input, "--svg", "/proc/self/x.svg"]]
     {
+        // Found before any input is read: nothing was done (exit 2), not "done, with
+        // failures" (exit 4).
         let o = run(&args);
-        assert_eq!(o.status.code(), Some(4), "{args:?}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = stderr(&o);
-        assert!(err.contains(": cannot write: cannot make a temporary file in /proc/self to write it: "), "{err}");
+        assert!(err.contains(" /proc/self/x.") && err.contains(": cannot be written ("), "{err}");
+        assert!(err.contains("): nothing was done"), "{err}");
+        assert!(stdout(&o).is_empty(), "no decision, no transcript: {}", stdout(&o));
         assert!(!err.contains(".rivumi-"), "the temporary name is noise: {err}");
     }
 }
@@ -252,4 +256,36 @@ fn paths_to_write_are_checked_before_any_input_is_read_and_dash_is_stdout() {
     assert_eq!(rejects[0]["line"], 3);
     assert_eq!(std::fs::read(&out).unwrap().split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(), 4);
     assert!(!cwd.path().join("-").exists(), "a file named - was written");
+}
+
+/// Every side output is made, or the run fails before any output is committed: a
+/// `--rejects`, `--svg` or `--out-dir` that cannot be made leaves `--out` as it was
+/// (never replaced by an empty file), and says nothing was done (exit 2).
+#[test]
+fn a_side_output_that_cannot_be_made_commits_no_other_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let prev = dir.path().join("prev.jsonl");
+    let dataset = "testdata/dataset/conversations.jsonl";
+    let input = "testdata/cases/fallback-applied/input.jsonl";
+    let (firings, folder) = (dir.path().join("firings"), dir.path().join("o"));
+    // /proc/self takes no new file, whoever runs the tests (root included).
+    let cases: [Vec<&str>; 4] = [
+        vec!["run", dataset, "--rejects", "/proc/self/r.jsonl", "--out", path_str(&prev)],
+        vec!["run", input, "--out-dir", "/proc/self/o", "--emit", "decision"],
+        vec!["replay", input, "--svg", "/proc/self/x.svg", "--out-dir", path_str(&firings)],
+        vec!["run", dataset, "--rejects", "/proc/self/r.jsonl", "--out-dir", path_str(&folder)],
+    ];
+    for args in cases {
+        std::fs::write(&prev, b"previous\n").unwrap();
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cannot be written (") && stderr(&o).contains("nothing was done"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+        assert_eq!(std::fs::read(&prev).unwrap(), b"previous\n", "{args:?}: --out kept as it was");
+        assert!(!firings.exists() && !folder.exists(), "{args:?}: no folder made");
+    }
 }
