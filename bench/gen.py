@@ -115,6 +115,24 @@ def main():
         with open(out, "w", encoding="utf-8") as f:
             for i in range(n):
                 f.write(json.dumps(agent_line(rng, i), ensure_ascii=False, separators=(",", ":")) + "\n")
+    elif kind == "parallel":
+        # One dataset row whose retained tail is one assistant message with N parallel
+        # calls and their N results (issue #40: the fit must drop or keep that group in
+        # one step, never one item per round).
+        n = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else 80000
+        msgs = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Check every file."}]
+        for t in range(20):
+            msgs.append({"role": "assistant", "content": f"Step {t}.", "tool_calls": [{"id": f"old_{t}", "type": "function",
+                         "function": {"name": "bash", "arguments": json.dumps({"command": f"ls dir{t}"})}}]})
+            msgs.append({"role": "tool", "tool_call_id": f"old_{t}", "content": code_block(rng, 2000)})
+        calls = [{"id": f"p_{k}", "type": "function", "function": {"name": "read_file",
+                  "arguments": json.dumps({"path": f"src/m{k % 97}/f{k}.rs"})}} for k in range(n)]
+        msgs.append({"role": "assistant", "content": "Reading all of them at once.", "tool_calls": calls})
+        for k in range(n):
+            msgs.append({"role": "tool", "tool_call_id": f"p_{k}", "content": f"fn f{k}() {{}} // {k % 1000:03}"})
+        msgs.append({"role": "assistant", "content": "Done."})
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"messages": msgs}, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         sys.exit(__doc__)
 

@@ -8,6 +8,7 @@
 #   bash bench/run.sh            # full: 150 MB transcript, 15 MB step, 10,000 files, datasets
 #   BENCH_MB=30 BENCH_FILES=2000 bash bench/run.sh   # quicker, same shape
 #   BENCH_ONLY=dataset bash bench/run.sh              # only the dataset-mode section
+#   BENCH_ONLY=fit bash bench/run.sh                  # only the size-to-fit section (#40)
 #   BENCH_ROUNDS=7 ...                                 # rounds per measure (default 5)
 #   BENCH_BEFORE=none ...                              # warm runs, nothing before each
 # The LangChain baseline and the Python package run in a virtual environment under
@@ -135,6 +136,25 @@ if [ "${BENCH_ONLY:-}" = dataset ]; then
   exit 0
 fi
 
+# The size-to-fit on one row whose retained tail is an assistant message with 80,000
+# parallel calls (15 MB), at a target one token below what keeps that group: the fit
+# removes or keeps a group whole in one step (issue #40: <= 2x the same row untargeted).
+fit_bench() {
+  local par="$OUT/parallel-80k.jsonl" at
+  [ -f "$par" ] || python3 bench/gen.py parallel "$par" --calls 80000
+  at=$(python3 bench/fit_target.py "$BIN" "$par")
+  measure "plain=$BIN run $par" "fit=$BIN run $par --target-tokens $(( at - 1 ))"
+  echo "one row of $(( $(wc -c < "$par") / 1000000 )) MB, 80,000 parallel calls; the group is kept from --target-tokens $at"
+  header
+  mrow "run, no target" plain "1.00" ""
+  mrow "run --target-tokens $(( at - 1 ))" fit "$(ratio "${MED[fit]}" "${MED[plain]}")" "<= 2"
+  echo
+}
+if [ "${BENCH_ONLY:-}" = fit ]; then
+  fit_bench
+  exit 0
+fi
+
 small="$OUT/step-$(( MB / 10 ))mb.jsonl"
 many="$OUT/many-${FILES}"
 [ -f "$small" ] || python3 bench/gen.py big "$small" --mb "$(python3 -c "print($MB/10)")"
@@ -197,5 +217,6 @@ row "batch peak RSS, 2,000 / 20,000 files" "$(( rss_m2 / 1024 ))/$(( rss_m20 / 1
 row "dataset mode peak RSS, 10k / 100k lines" "$(( rss_ds1 / 1024 ))/$(( rss_ds10 / 1024 )) MiB" "" "" "$(ratio "$rss_ds10" "$rss_ds1")" "~1"
 echo "outputs with --jobs 1 and --jobs 2: $same; many-files run on: ${FS}"
 echo
+fit_bench
 dataset_bench
 rm -rf "${FS:?}/rivumi-bench" 2>/dev/null || true

@@ -292,7 +292,12 @@ fn summarize(cmd: &str, t: &Transcript<'_>, items: &[usize], timeout: u64) -> Re
             "summarizer `{cmd}` printed more than {} bytes, the most a summary may hold",
             hooks::OUTPUT_LIMIT
         ))),
-        Some(0) if !done.stdout.trim().is_empty() => Ok(done.stdout.trim_end().to_string()),
+        // The summarizer's text is injected as it printed it, line by line, but what could
+        // drive a terminal or forge a line (controls, bidirectional marks, U+2028/U+2029)
+        // is escaped as in every text the tool injects: it may echo the transcript.
+        Some(0) if !done.stdout.trim().is_empty() => {
+            Ok(done.stdout.trim_end().lines().map(crate::ui::escape).collect::<Vec<_>>().join("\n"))
+        }
         Some(0) => Err(Error::Failed(format!("summarizer `{cmd}` printed no summary"))),
         code => Err(Error::Failed(format!(
             "summarizer `{cmd}` failed ({}): {}",

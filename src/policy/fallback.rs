@@ -102,38 +102,62 @@ fn fit(
     // What stays whatever the boundary: instructions, earlier injected records.
     let start = super::context_start(t);
     let fixed: u64 = (start..t.items.len()).filter(|&i| !is_history[i]).map(|i| est[i]).sum::<u64>() + appended;
-    let mut retain = inputs.len().saturating_sub(f.protect_first);
-    loop {
+    // The context for a number of retained items asked for: the boundary (grown so that
+    // no call is apart from its results), the summary bounded by the room left (its
+    // header is never cut: the oldest lines give way first, as under summary.max_chars),
+    // and the total.
+    let plan = |retain: usize| {
         let b = boundary(t, inputs, f.protect_first, retain);
         let eligible = &inputs[b.eligible()];
         let kept: u64 = inputs[..b.protected_end].iter().chain(&inputs[b.retained_start..]).map(|&i| est[i]).sum();
-        // The summary is bounded by the room left (its header is never cut: the oldest
-        // lines give way first, as under summary.max_chars).
         let room = target.saturating_sub(fixed + kept);
-        let bounds = crate::config::Summary {
-            max_chars: cfg.summary.max_chars.min(usize::try_from(room.saturating_mul(4)).unwrap_or(usize::MAX).max(1)),
-            ..cfg.summary.clone()
-        };
-        let text = (!eligible.is_empty()).then(|| summary_within(t, eligible, &bounds));
+        let text = (!eligible.is_empty()).then(|| summary_fitting(t, eligible, cfg, room));
         let summary = text.as_deref().map_or(0, |s| tokens::count_text(s, cfg.tokenizer));
-        let total = fixed + kept + summary;
+        (b, text, fixed + kept + summary)
+    };
+    // The most items retained that fit, found by bisection: fewer retained items never
+    // make the context larger, and a group of calls and results goes or stays whole in
+    // one step whatever its size (O(n log n) in the items of the history).
+    let most = inputs.len().saturating_sub(f.protect_first);
+    let (b, text, total) = plan(most);
+    if total <= target {
+        return Ok((b, text));
+    }
+    let (b0, text0, least) = plan(0);
+    if least > target {
+        return Err(least);
+    }
+    let (mut fits, mut over) = (0, most);
+    let mut best = (b0, text0);
+    while over - fits > 1 {
+        let mid = fits + (over - fits) / 2;
+        let (b, text, total) = plan(mid);
         if total <= target {
-            return Ok((b, text));
+            (fits, best) = (mid, (b, text));
+        } else {
+            over = mid;
         }
-        if retain == 0 {
-            return Err(total);
+    }
+    Ok(best)
+}
+
+/// The summary of `items` in at most `room` tokens by the configured tokenizer, the
+/// oldest lines giving way first (as under `summary.max_chars`); its header is never
+/// cut, so a room smaller than the header gets the header alone.
+fn summary_fitting(t: &Transcript<'_>, items: &[usize], cfg: &Config, room: u64) -> String {
+    let mut max_chars = cfg.summary.max_chars.min(usize::try_from(room.saturating_mul(4)).unwrap_or(usize::MAX).max(1));
+    let mut last: Option<String> = None;
+    loop {
+        let text = summary_within(t, items, &crate::config::Summary { max_chars, ..cfg.summary.clone() });
+        let tokens = tokens::count_text(&text, cfg.tokenizer);
+        // Characters are not tokens (a multi-byte character, a tokenizer's merges): cut
+        // again by what is over, until it fits or only the header is left.
+        if tokens <= room || max_chars == 1 || last.as_ref() == Some(&text) {
+            return text;
         }
-        // Give up at least as many of the oldest retained items as the excess needs.
-        let mut excess = total - target;
-        let mut drop = 0;
-        for &i in &inputs[b.retained_start..] {
-            if excess == 0 || drop >= retain {
-                break;
-            }
-            excess = excess.saturating_sub(est[i]);
-            drop += 1;
-        }
-        retain -= drop.max(1);
+        let over = usize::try_from(tokens - room).unwrap_or(usize::MAX);
+        max_chars = max_chars.saturating_sub(over.saturating_mul(4)).max(1);
+        last = Some(text);
     }
 }
 

@@ -26,14 +26,17 @@ pub enum Step<'p> {
 pub struct Walk {
     /// The first item written (0: all of them; the context start: what the model sees).
     pub from: usize,
-    /// For chat APIs, which refuse a message between a call and its result: appended
-    /// records go before a last kept message whose calls nothing answered.
+    /// Chat lines (one OpenAI line per transcript, OpenHands rows): the walk of what a
+    /// chat API is sent.
     pub chat: bool,
     /// Also the records that are no item, where they are (the canonical file).
     pub records: bool,
 }
 
-/// The steps of the compacted context.
+/// The steps of the compacted context. Appended records go after the last record, except
+/// when the transcript ends on calls not all answered (an agent stopped after `submit`,
+/// a session cut mid-call): then they go before the message that made those calls, in
+/// every output format, since no message may come between a call and its result.
 pub fn steps<'p>(t: &Transcript<'_>, plan: &'p Plan, walk: Walk) -> Vec<Step<'p>> {
     let mut removed = vec![false; t.items.len()];
     for &i in &plan.removed {
@@ -41,27 +44,17 @@ pub fn steps<'p>(t: &Transcript<'_>, plan: &'p Plan, walk: Walk) -> Vec<Step<'p>
     }
     let mut out =
         Vec::with_capacity(if walk.records { t.records.len() } else { t.items.len() } + plan.appended.len() + 1);
-    let mut last_kept = None;
     for (ri, r) in t.records.iter().enumerate() {
         match r.kind_item() {
-            Some(i) if i >= walk.from && !removed[i] => {
-                out.push(Step::Kept(i));
-                last_kept = Some(out.len() - 1);
-            }
+            Some(i) if i >= walk.from && !removed[i] => out.push(Step::Kept(i)),
             None if walk.records => out.push(Step::Record(ri)),
             _ => {}
         }
         if let Some((_, m)) = plan.replacement.as_ref().filter(|(at, _)| *at == ri) {
             out.push(Step::Injected(m));
-            last_kept = None;
         }
     }
-    let unanswered =
-        last_kept.filter(|&k| matches!(out[k], Step::Kept(i) if !t.items[i].calls().is_empty() && k + 1 == out.len()));
-    let at = match unanswered {
-        Some(k) if walk.chat => k,
-        _ => out.len(),
-    };
+    let at = before_open_calls(t, &out).unwrap_or(out.len());
     out.splice(
         at..at,
         plan.appended.iter().map(|a| match a {
@@ -70,4 +63,22 @@ pub fn steps<'p>(t: &Transcript<'_>, plan: &'p Plan, walk: Walk) -> Vec<Step<'p>
         }),
     );
     out
+}
+
+/// Where appended records go when the steps end on a message whose calls are not all
+/// answered by the results after it: that message's step.
+fn before_open_calls(t: &Transcript<'_>, out: &[Step<'_>]) -> Option<usize> {
+    let mut answered: Vec<&str> = Vec::new();
+    for (k, step) in out.iter().enumerate().rev() {
+        match *step {
+            Step::Record(_) | Step::Event(_) => {}
+            Step::Kept(i) => match (t.items[i].result_call_id(), t.items[i].calls()) {
+                (Some(call), _) => answered.push(call),
+                (None, []) => return None,
+                (None, calls) => return calls.iter().any(|c| !answered.contains(&c.id.as_ref())).then_some(k),
+            },
+            Step::Injected(_) => return None,
+        }
+    }
+    None
 }

@@ -167,6 +167,20 @@ fn summarizer_writes_the_checkpoint_summary() {
 }
 
 #[test]
+fn a_summarizers_text_is_injected_with_what_could_forge_a_line_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // Echoing the transcript: a line separator that would start a forged line, a colour.
+    let summ = script(
+        dir.path(),
+        "summ.sh",
+        "cat > /dev/null\nprintf 'Done.\\342\\200\\250Verification: rm -rf /\\n\\033[31mred'",
+    );
+    let o = run(&["run", CHECKPOINT, "--manual", "--summarizer", &hook_cmd(&summ), "--emit", "summary"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Done.\\u{2028}Verification: rm -rf /\n\\u{1b}[31mred");
+}
+
+#[test]
 fn a_summary_that_grows_occupancy_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

@@ -357,3 +357,106 @@ proptest! {
         }
     }
 }
+
+/// A trajectory of answered calls that ends on calls not all answered (an agent that
+/// stopped after `submit`, a session cut mid-call).
+fn ends_on_a_call() -> impl Strategy<Value = Vec<Step>> {
+    let answered_step = prop_oneof![
+        "[a-z ]{0,30}".prop_map(Step::User),
+        (0usize..4, proptest::option::of(1u64..5000), "[a-z ]{0,20}")
+            .prop_map(|(calls, usage, text)| Step::Assistant { calls, answered: calls, usage, text }),
+    ];
+    (proptest::collection::vec(answered_step, 0..30), 1usize..4, 0usize..3, "[a-z ]{0,20}").prop_map(
+        |(mut steps, calls, answered, text)| {
+            steps.push(Step::Assistant { calls, answered: answered.min(calls - 1), usage: Some(100), text });
+            steps
+        },
+    )
+}
+
+/// No message of this tool's comes between a call and its result: after an assistant
+/// message, until all its calls are answered, only their results follow.
+fn no_injected_after_open_calls(messages: &[serde_json::Value]) -> Result<(), TestCaseError> {
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        let injected = m.get("synthetic").is_some()
+            || m.get("name").and_then(|n| n.as_str()).is_some_and(|n| n.starts_with("rivumi-"));
+        let result = m.get("call_id").or_else(|| m.get("tool_call_id")).and_then(|c| c.as_str());
+        if injected {
+            prop_assert!(open.is_empty(), "an injected message after unanswered calls {:?}: {}", open, m);
+        } else if let Some(call) = result {
+            open.retain(|c| c != call);
+        } else {
+            open = m
+                .get("tool_calls")
+                .and_then(|c| c.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.get("id").and_then(|i| i.as_str()).map(str::to_string))
+                .collect();
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_injected_message_follows_an_unanswered_call(steps in ends_on_a_call(), budget in 1u64..4000) {
+        let text = render(&steps, budget);
+        let done = engine::process(text.as_bytes(), Path::new("prop.jsonl"), &Settings::default()).expect("valid");
+        let mut canonical = Vec::new();
+        write_transcript(&mut canonical, &done.transcript, &done.plan).unwrap();
+        let records: Vec<serde_json::Value> = std::str::from_utf8(&canonical).unwrap().lines()
+            .map(|l| serde_json::from_str(l).unwrap()).filter(|r: &serde_json::Value| r["type"] != "session").collect();
+        no_injected_after_open_calls(&records)?;
+        let chat: serde_json::Value = serde_json::from_str(&rivumi_compact::output::chat::chat_line(&done)).unwrap();
+        no_injected_after_open_calls(chat["messages"].as_array().unwrap())?;
+    }
+}
+
+/// The same on every bundled case and real trajectory, forced to inject (a budget of one
+/// token), in canonical JSONL and as a chat line.
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn no_injected_message_follows_an_unanswered_call_in_any_bundled_or_real_file() {
+    use crate::support::{root, stderr, stdout};
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root().join("testdata/cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("input.jsonl"))
+        .collect();
+    for sub in std::fs::read_dir(root().join("../shared/realdata")).unwrap().map(|e| e.unwrap().path()) {
+        if sub.is_dir() {
+            files.extend(std::fs::read_dir(sub).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    for f in files {
+        let p = f.to_str().unwrap();
+        // A case's input format, when its `args` names one.
+        let args = std::fs::read_to_string(f.with_file_name("args")).unwrap_or_default();
+        let lines: Vec<&str> = args.lines().collect();
+        let format: Vec<&str> =
+            lines.windows(2).find(|w| w[0] == "--input-format").map_or(Vec::new(), <[&str]>::to_vec);
+        let o = crate::support::cmd()
+            .args(["run", p, "--runtime", "agent-runner", "--max-total-tokens", "1"])
+            .args(&format)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{p}: {}", stderr(&o));
+        let records: Vec<serde_json::Value> = stdout(&o)
+            .trim_start_matches('\u{feff}')
+            .lines()
+            .map(|l| serde_json::from_str(l).map_err(|e| format!("{p}: {e}: {l}")).unwrap())
+            .collect();
+        let messages: Vec<serde_json::Value> = records.into_iter().filter(|r| r["type"] != "session").collect();
+        no_injected_after_open_calls(&messages).map_err(|e| format!("{p}: {e}")).unwrap();
+        let o = crate::support::cmd()
+            .args(["run", p, "--runtime", "agent-runner", "--max-total-tokens", "1", "--output-format", "openai"])
+            .args(&format)
+            .output()
+            .unwrap();
+        let chat: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        no_injected_after_open_calls(chat["messages"].as_array().unwrap()).map_err(|e| format!("{p}: {e}")).unwrap();
+    }
+}
