@@ -263,6 +263,10 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
     if !settings.dry_run {
         run_post_hook(&t, &config, &mut plan, name, &mut warnings);
     }
+    // A size to fit that nothing reaches is said, whatever else is printed.
+    if let Some(r) = plan.decision.reasons.iter().find(|r| r.code == policy::ReasonCode::TargetUnreachable) {
+        warnings.push(format!("{}: {}: {}", name.display(), r.code.as_str(), r.message));
+    }
     warnings.extend(settings.inert(&config, name));
     warnings.extend(over_window(&config, plan.decision.used, t.session.as_ref(), name));
     let output_format = settings.output_format;

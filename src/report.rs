@@ -35,6 +35,10 @@ pub fn decision_report(done: &Processed<'_>) -> String {
     let _ = writeln!(out, "records:     {}", done.accounting.summary());
     let _ = writeln!(out, "context:     {}", context_line(done));
     let _ = writeln!(out, "action:      {}", d.action.as_str());
+    if let Some(f) = d.fit {
+        let reached = if f.reached { "reached" } else { "not reached" };
+        let _ = writeln!(out, "target:      {} tokens ({reached}): {} before, {} after", f.target, f.before, f.after);
+    }
     if d.reasons.is_empty() {
         let _ = writeln!(out, "reasons:     none");
     } else {

@@ -87,8 +87,9 @@ fn run_with(
     let rows = total.lines - total.blank;
     let blank = if total.blank > 0 { format!(" (and {} blank line(s))", total.blank) } else { String::new() };
     let what = if settings.skip_bad_lines { "bad, left out" } else { "bad, echoed" };
+    let over = if total.over_target > 0 { format!(", {} over the target", total.over_target) } else { String::new() };
     crate::ui::note(&format!(
-        "{rows} row(s){blank}: {} shortened, {} changed but not shorter, {} unchanged, {} {what}",
+        "{rows} row(s){blank}: {} shortened, {} changed but not shorter, {} unchanged, {} {what}{over}",
         total.shortened,
         total.changed - total.shortened,
         rows - total.changed - total.bad,
@@ -132,6 +133,10 @@ impl Observer for Reporter<'_> {
             }
         }
         Ok(())
+    }
+
+    fn warning(&mut self, _line: usize, message: &str) {
+        self.progress.suspend(|| crate::ui::warn(message));
     }
 
     fn finish(&mut self) {

@@ -21,6 +21,9 @@ pub struct Counts {
     pub shortened: usize,
     pub blank: usize,
     pub bad: usize,
+    /// Rows a size to fit (`--target-tokens`) cannot bring to the target: the least
+    /// each can come to is written, and each is warned about.
+    pub over_target: usize,
 }
 
 impl Counts {
@@ -30,6 +33,7 @@ impl Counts {
         self.shortened += other.shortened;
         self.blank += other.blank;
         self.bad += other.bad;
+        self.over_target += other.over_target;
     }
 }
 
@@ -44,6 +48,8 @@ pub trait Observer {
     fn bad_line(&mut self, _line: usize, _message: &str, _text: Option<&[u8]>) -> io::Result<()> {
         Ok(())
     }
+    /// A row that is written, with a warning (a size to fit it cannot reach).
+    fn warning(&mut self, _line: usize, _message: &str) {}
     /// The stream reached the end of its input.
     fn finish(&mut self) {}
 }
@@ -292,6 +298,10 @@ fn write_block(
     counts.shortened += out.shortened;
     counts.blank += out.blank;
     counts.bad += out.bad.len();
+    counts.over_target += out.warnings.len();
+    for (n, message) in &out.warnings {
+        observer.warning(*n, message);
+    }
     for (n, message, range) in &out.bad {
         let text = range.as_ref().map(|range| strip_terminator(&block.data()[range.clone()]));
         observer.bad_line(*n, message, text).map_err(Stop::Write)?;
@@ -318,6 +328,8 @@ struct Piece {
     /// The bad lines: number, message, and where the line is in the block (`None`: a
     /// line too long to hold).
     bad: Vec<(usize, String, Option<std::ops::Range<usize>>)>,
+    /// Rows written with a warning: number and message.
+    warnings: Vec<(usize, String)>,
     failed: Option<String>,
 }
 
@@ -333,6 +345,7 @@ impl Piece {
         self.bytes.clear();
         self.parts.clear();
         self.bad.clear();
+        self.warnings.clear();
         (self.lines, self.changed, self.shortened, self.blank, self.failed) = (0, 0, 0, 0, None);
         let limit = crate::source::max_input_bytes();
         for (k, range) in split_lines(block.data()).into_iter().enumerate() {
@@ -361,11 +374,18 @@ impl Piece {
             if bom {
                 self.bytes.push('\u{feff}');
             }
+            let mut decision = None;
             let outcome = match crate::dataset::line_text(raw, n) {
-                Ok(text) => process_line_into(text, file, n, settings, &mut None, &mut self.bytes),
+                Ok(text) => process_line_into(text, file, n, settings, &mut decision, &mut self.bytes),
                 Err(column) => Ok(Written::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8))),
             };
             self.lines += 1;
+            let unreachable = decision.as_ref().and_then(|d: &crate::policy::Decision| {
+                d.reasons.iter().find(|r| r.code == crate::policy::ReasonCode::TargetUnreachable)
+            });
+            if let Some(r) = unreachable {
+                self.warnings.push((n, format!("{}:{n}: {}: {}", file.display(), r.code.as_str(), r.message)));
+            }
             if strip_terminator(raw).iter().all(u8::is_ascii_whitespace) {
                 self.blank += 1;
             }

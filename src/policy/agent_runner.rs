@@ -5,10 +5,11 @@
 use super::{
     base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Injected, Journal, Options,
 };
-use super::{cumulative_usage, reaches, PressurePath, Proposal, Reason, ReasonCode, Replacement};
+use super::{cumulative_usage, reaches, FitFigures, PressurePath, Proposal, Reason, ReasonCode, Replacement};
 use crate::config::{Config, Inject};
 use crate::render;
 use crate::transcript::{Synthetic, Transcript};
+use fallback::Fit;
 use serde_json::{json, Map};
 
 pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u64]) -> Proposal {
@@ -47,7 +48,9 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
         }
     }
     // A size to fit: a transcript larger than it is compacted whatever its usage.
-    let over_target = cfg.fallback.target_tokens.is_some_and(|n| est.iter().sum::<u64>() > n);
+    let target = cfg.fallback.target_tokens;
+    let before: u64 = est.iter().sum();
+    let over_target = target.is_some_and(|n| before > n);
     if fired || opts.manual || over_target {
         let reanchor = cfg.injects(Inject::Reanchor).then(|| {
             let mut facts = crate::reanchor::gather(t, cfg);
@@ -57,28 +60,113 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
         let count = |s: &str| crate::tokens::count_text(s, cfg.tokenizer);
         let reminder = p.reminder.as_ref().map_or(0, |r| count(&r.to_canonical()));
         let appended = reminder + reanchor.as_deref().map_or(0, count);
-        if let Some(summary) = fallback::propose(t, cfg, est, &mut p.plan.decision.reasons, appended) {
-            let mut journal = Journal::default();
-            journal.push(Event::HistoryFallbackApplied, summary.event);
-            if reanchor.is_some() {
-                journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::AgentRunner.as_str()}));
+        match (target, fit_fallback(t, cfg, est, appended, over_target)) {
+            (_, Ok((summary, fitted))) => {
+                let with_injections = fitted == Fitted::Within;
+                if !with_injections {
+                    // The smallest plan carries nothing optional: no reminder, no re-anchor.
+                    p.reminder = None;
+                    p.plan.decision.reminder_injected = false;
+                    p.plan.journal.remove(Event::PressureReminderInjected);
+                }
+                let reanchor = reanchor.filter(|_| with_injections);
+                let after = summary.after + if with_injections { appended } else { 0 };
+                if let Some(n) = target {
+                    p.plan.decision.fit = Some(FitFigures { target: n, before, after, reached: after <= n });
+                }
+                match fitted {
+                    Fitted::WithoutInjections => p.plan.decision.reasons.push(Reason::new(
+                        ReasonCode::InjectionsLeftOut,
+                        format!("the pressure reminder and the re-anchor block are left out: with them the transcript cannot come to {} tokens", target.unwrap_or(0)),
+                    )),
+                    Fitted::Least(least) => p.plan.decision.reasons.push(unreachable(before, least, target.unwrap_or(0))),
+                    Fitted::Within => {}
+                }
+                apply(&mut p, t, cfg, summary, reanchor);
             }
-            let with_summary = cfg.injects(Inject::Summary);
-            p.compaction = Some(Compaction {
-                removed: summary.removed,
-                replacement: with_summary.then_some(Replacement::Record(summary.at, summary.record)),
-                appended: reanchor
-                    .iter()
-                    .map(|text| Injected::Message(injected::reanchor(t, text, PressurePath::AgentRunner)))
-                    .collect(),
-                journal,
-                summary_text: with_summary.then_some(summary.text),
-                reanchor_text: reanchor.clone(),
-                what: "fallback",
-            });
-            let d = &mut p.plan.decision;
-            (d.action, d.fallback_applied, d.reanchor_injected) = (Action::HistoryFallback, true, reanchor.is_some());
+            (Some(n), Err(why)) if over_target => {
+                p.plan.decision.fit = Some(FitFigures { target: n, before, after: before, reached: false });
+                p.plan.decision.reasons.push(why);
+                if !p.plan.decision.reasons.iter().any(|r| r.code == ReasonCode::TargetUnreachable) {
+                    p.plan.decision.reasons.push(unreachable(before, before, n));
+                }
+            }
+            (_, Err(why)) => p.plan.decision.reasons.push(why),
         }
     }
     p
+}
+
+/// How the fallback met a size to fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fitted {
+    /// Within the target (or no target), with what is appended.
+    Within,
+    /// Within the target only without the reminder and the re-anchor.
+    WithoutInjections,
+    /// No plan reaches the target: the least the transcript can come to (this many
+    /// tokens) is written.
+    Least(u64),
+}
+
+/// The fallback under a size to fit: within the target with what is appended; else
+/// without it; else, over the target whatever is done, the least the transcript can
+/// come to (never more than it is: a compaction that would not shrink it is none).
+fn fit_fallback(
+    t: &Transcript<'_>,
+    cfg: &Config,
+    est: &[u64],
+    appended: u64,
+    over_target: bool,
+) -> Result<(fallback::Summary, Fitted), Reason> {
+    let first = fallback::propose(t, cfg, est, Fit::Within { appended });
+    match first {
+        Ok(s) => return Ok((s, Fitted::Within)),
+        Err(r) if r.code != ReasonCode::TargetUnreachable || !over_target => return Err(r),
+        Err(_) => {}
+    }
+    if appended > 0 {
+        if let Ok(s) = fallback::propose(t, cfg, est, Fit::Within { appended: 0 }) {
+            return Ok((s, Fitted::WithoutInjections));
+        }
+    }
+    let least = fallback::propose(t, cfg, est, Fit::Least)?;
+    let size = least.after;
+    Ok((least, Fitted::Least(size)))
+}
+
+/// The reason a size to fit is out of reach: the transcript's size and the least it can
+/// come to.
+fn unreachable(before: u64, least: u64, target: u64) -> Reason {
+    Reason::new(
+        ReasonCode::TargetUnreachable,
+        format!(
+            "the transcript comes to {before} tokens and the least it can come to (the protected head and the summary's header) is {least}, over the target of {target}"
+        ),
+    )
+}
+
+/// The fallback applied: the summary in place of the removed items, the re-anchor
+/// appended.
+fn apply(p: &mut Proposal, t: &Transcript<'_>, cfg: &Config, summary: fallback::Summary, reanchor: Option<String>) {
+    let mut journal = Journal::default();
+    journal.push(Event::HistoryFallbackApplied, summary.event);
+    if reanchor.is_some() {
+        journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::AgentRunner.as_str()}));
+    }
+    let with_summary = cfg.injects(Inject::Summary);
+    p.compaction = Some(Compaction {
+        removed: summary.removed,
+        replacement: with_summary.then_some(Replacement::Record(summary.at, summary.record)),
+        appended: reanchor
+            .iter()
+            .map(|text| Injected::Message(injected::reanchor(t, text, PressurePath::AgentRunner)))
+            .collect(),
+        journal,
+        summary_text: with_summary.then_some(summary.text),
+        reanchor_text: reanchor.clone(),
+        what: "fallback",
+    });
+    let d = &mut p.plan.decision;
+    (d.action, d.fallback_applied, d.reanchor_injected) = (Action::HistoryFallback, true, reanchor.is_some());
 }

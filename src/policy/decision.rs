@@ -125,7 +125,11 @@ reason_codes! {
     DeniedByHook => "denied_by_hook", "the pre-compact hook denied the compaction";
     CheckpointRefused => "checkpoint_refused", "a local checkpoint would break its invariants";
     TargetUnreachable => "target_unreachable",
-        "fallback.target_tokens is smaller than the protected head and the injected records";
+        "fallback.target_tokens is smaller than the least the transcript can come to (the protected head and the summary's header): that least is written, and the row is counted and warned about";
+    InjectionsLeftOut => "injections_left_out",
+        "the pressure reminder and the re-anchor block were left out so that the transcript fits fallback.target_tokens";
+    CompactionWouldNotShrink => "compaction_would_not_shrink",
+        "the summary would take as many tokens as the items it replaces, or more: nothing is summarized";
 }
 
 impl Serialize for ReasonCode {
@@ -167,6 +171,21 @@ pub struct Decision {
     pub fallback_applied: bool,
     pub reanchor_injected: bool,
     pub reasons: Vec<Reason>,
+    /// Under a size to fit (`fallback.target_tokens`): the target and the estimate of
+    /// the transcript before and after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitFigures>,
+}
+
+/// The figures of a size to fit, computed once by the policy (estimates by the
+/// configured tokenizer, what is appended included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FitFigures {
+    pub target: u64,
+    pub before: u64,
+    pub after: u64,
+    /// Whether the transcript comes to the target or less.
+    pub reached: bool,
 }
 
 impl Decision {

@@ -18,45 +18,52 @@ pub(super) struct Summary {
     pub text: String,
     /// The journal's `history_fallback_applied` fields.
     pub event: Value,
+    /// The estimate of the transcript after the summary took the place of the removed
+    /// items (what is appended with it not counted).
+    pub after: u64,
 }
 
-/// The fallback, when it applies; otherwise the reason it does not. `appended` is the
-/// estimate of the records appended with it (the reminder, the re-anchor block): a
-/// size to fit (`fallback.target_tokens`) counts them.
-pub(super) fn propose(
-    t: &Transcript<'_>,
-    cfg: &Config,
-    est: &[u64],
-    reasons: &mut Vec<Reason>,
-    appended: u64,
-) -> Option<Summary> {
+/// How the fallback places its boundary under a size to fit (`fallback.target_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fit {
+    /// The newest items that fit with the protected head, the summary and the records
+    /// appended with it (their estimate).
+    Within { appended: u64 },
+    /// The least the transcript can come to: the protected head and the summary's
+    /// header (no retained tail, nothing appended), for a target nothing reaches.
+    Least,
+}
+
+/// The fallback, when it applies; otherwise the reason it does not. `fit` says how a
+/// size to fit (`fallback.target_tokens`) places the boundary.
+pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit) -> Result<Summary, Reason> {
     if t.items.iter().any(|i| i.is_synthetic(Synthetic::HistorySummaryFallback)) {
-        reasons.push(Reason::new(
+        return Err(Reason::new(
             ReasonCode::FallbackAlreadyApplied,
             "the history fallback runs at most once per transcript",
         ));
-        return None;
     }
     let f = &cfg.fallback;
     let inputs = t.history_items(super::context_start(t));
-    let (b, fitted) = match f.target_tokens {
-        Some(target) => match fit(t, &inputs, cfg, est, appended, target) {
-            Ok(found) => found,
-            Err(least) => {
-                reasons.push(Reason::new(
-                    ReasonCode::TargetUnreachable,
-                    format!(
-                        "the protected head and the injected records alone come to {least} tokens, over the target of {target}"
-                    ),
-                ));
-                return None;
-            }
-        },
-        None => (boundary(t, &inputs, f.protect_first, f.retain_last), None),
+    let (b, fitted) = match (f.target_tokens, fit_as) {
+        (Some(target), Fit::Within { appended }) => fit(t, &inputs, cfg, est, appended, target).map_err(|least| {
+            Reason::new(
+                ReasonCode::TargetUnreachable,
+                format!(
+                "the protected head and the injected records alone come to {least} tokens, over the target of {target}"
+            ),
+            )
+        })?,
+        (Some(_), Fit::Least) => {
+            let b = boundary(t, &inputs, f.protect_first, 0);
+            let eligible = &inputs[b.eligible()];
+            (b, (!eligible.is_empty()).then(|| summary_fitting(t, eligible, cfg, 0)))
+        }
+        (None, _) => (boundary(t, &inputs, f.protect_first, f.retain_last), None),
     };
     let eligible = &inputs[b.eligible()];
     if eligible.len() < f.min_eligible.max(1) {
-        reasons.push(Reason::new(
+        return Err(Reason::new(
             ReasonCode::NotEnoughHistory,
             format!(
                 "{} eligible item(s) after protecting {} and retaining {}; at least {} needed",
@@ -66,20 +73,31 @@ pub(super) fn propose(
                 f.min_eligible.max(1)
             ),
         ));
-        return None;
     }
     let text = fitted.unwrap_or_else(|| summary_text(t, eligible, cfg));
+    let before: u64 = est.iter().sum();
+    let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
+    let summary = tokens::count_text(&text, cfg.tokenizer);
+    // Under a size to fit, a compaction that would not shrink the transcript is none.
+    // (The budget's fallback keeps SPEC 4's rule, which asks only for enough history.)
+    if f.target_tokens.is_some() && summary >= removed {
+        return Err(Reason::new(
+            ReasonCode::CompactionWouldNotShrink,
+            format!(
+                "summarizing {} item(s) of {removed} tokens would take {summary} tokens: nothing is summarized",
+                eligible.len()
+            ),
+        ));
+    }
     let mut own = Map::new();
     own.insert("summarized_usage".into(), summarized_usage(t, eligible, est));
     let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
     let mut record = injected::Message::new(Synthetic::HistorySummaryFallback, first_turn, own, text.clone());
     record.summarized = Some(injected::IdList::new(eligible.iter().map(|&i| &*t.items[i].id)));
-    let before: u64 = est.iter().sum();
-    let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
-    let after = before - removed + tokens::count_text(&text, cfg.tokenizer);
+    let after = before - removed + summary;
     let event = json!({"items_summarized": eligible.len(), "tokens_before": before, "tokens_after": after});
     let last = *eligible.last().expect("eligible is not empty");
-    Some(Summary { removed: eligible.to_vec(), at: t.items[last].record, record, text, event })
+    Ok(Summary { removed: eligible.to_vec(), at: t.items[last].record, record, text, event, after })
 }
 
 /// The boundary that keeps the newest history fitting in `target` tokens with the

@@ -30,6 +30,14 @@ impl Journal {
         }
     }
 
+    /// Drops the events of one kind (a record planned, then left out), renumbered.
+    pub fn remove(&mut self, event: Event) {
+        self.events.retain(|e| e["event"] != event.as_str());
+        for (k, e) in self.events.iter_mut().enumerate() {
+            e["seq"] = Value::from(k);
+        }
+    }
+
     pub fn events(&self) -> &[Value] {
         &self.events
     }

@@ -24,7 +24,7 @@ mod steps;
 
 pub use boundary::{boundary, Boundary};
 pub use conversation::checkpoint_span;
-pub use decision::{Action, Decision, Denominator, PressurePath, Reason, ReasonCode, Trigger};
+pub use decision::{Action, Decision, Denominator, FitFigures, PressurePath, Reason, ReasonCode, Trigger};
 pub use injected::{EventRecord, IdList, Injected, Message};
 pub use journal::{Event, Journal};
 pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
@@ -247,6 +247,7 @@ fn base_decision(path: PressurePath, cfg: &Config, opts: Options, fig: Figure, l
         fallback_applied: false,
         reanchor_injected: false,
         reasons: Vec::new(),
+        fit: None,
     }
 }
 

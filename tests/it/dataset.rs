@@ -352,17 +352,32 @@ fn a_target_size_keeps_the_newest_items_that_fit() {
         // A row already within the target is unchanged.
         assert_eq!(out.lines().nth(1).unwrap(), data.lines().nth(1).unwrap(), "target {target}");
     }
-    // Too small a target: said plainly, the row unchanged.
+    // Too small a target: said plainly, with the row's size and the least it can come
+    // to; that least is written, counted and warned about, never "unchanged".
     let o = cmd()
         .args(["decide", "-", "--line", "1", "--target-tokens", "200"])
         .write_stdin(data.clone())
         .output()
         .unwrap();
+    let text = stdout(&o);
+    let first = row_sizes(&data)[0];
     assert!(
-        stdout(&o).contains("target_unreachable: the protected head and the injected records alone come to"),
-        "{}",
-        stdout(&o)
+        text.contains(&format!(
+            "target_unreachable: the transcript comes to {first} tokens and the least it can come to"
+        )),
+        "{text}"
     );
+    assert!(text.contains(&format!("\ntarget:      200 tokens (not reached): {first} before, ")), "{text}");
+    let o = cmd().args(["run", "-", "--target-tokens", "200"]).write_stdin(data.clone()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sizes = row_sizes(&stdout(&o));
+    assert!(sizes[0] < 1000 && sizes[2] < 1000, "the least each row can come to: {sizes:?}");
+    assert!(
+        stderr(&o).contains(&format!("-:1: target_unreachable: the transcript comes to {first} tokens")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("0 unchanged, 0 bad, echoed, 2 over the target"), "{}", stderr(&o));
 }
 
 #[test]

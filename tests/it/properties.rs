@@ -460,3 +460,73 @@ fn no_injected_message_follows_an_unanswered_call_in_any_bundled_or_real_file() 
         no_injected_after_open_calls(chat["messages"].as_array().unwrap()).map_err(|e| format!("{p}: {e}")).unwrap();
     }
 }
+
+/// A chat row of `calls` assistant calls (some parallel) with results of random sizes.
+fn fit_row() -> impl Strategy<Value = String> {
+    proptest::collection::vec((1usize..4, 0usize..3000, "[a-z ]{0,40}"), 1..25).prop_map(|steps| {
+        let mut msgs = vec![
+            serde_json::json!({"role": "system", "content": "You are a coding agent."}),
+            serde_json::json!({"role": "user", "content": "Fix the bug in the parser."}),
+        ];
+        for (k, (calls, out, text)) in steps.into_iter().enumerate() {
+            let ids: Vec<String> = (0..calls).map(|j| format!("c{k}_{j}")).collect();
+            let tool_calls: Vec<_> = ids
+                .iter()
+                .map(|id| {
+                    serde_json::json!({"id": id, "type": "function",
+                "function": {"name": "bash", "arguments": "{\"command\":\"pytest -q\"}"}})
+                })
+                .collect();
+            msgs.push(serde_json::json!({"role": "assistant", "content": text, "tool_calls": tool_calls}));
+            for id in ids {
+                msgs.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": "x".repeat(out)}));
+            }
+        }
+        msgs.push(serde_json::json!({"role": "assistant", "content": "Done."}));
+        serde_json::json!({"messages": msgs}).to_string()
+    })
+}
+
+/// The estimate of a chat row, as `stats` counts it.
+fn row_tokens(line: &str) -> u64 {
+    let canonical = rivumi_compact::dataset::row_canonical(line, rivumi_compact::formats::InputFormat::Openai).unwrap();
+    let t = parse(&canonical, Path::new("row")).unwrap();
+    rivumi_compact::tokens::item_estimates(&t, rivumi_compact::config::Tokenizer::Heuristic).iter().sum()
+}
+
+/// The row under a size to fit of `n`: its size, and whether the target was said out of reach.
+fn fitted(line: &str, n: u64) -> (u64, bool) {
+    let mut cfg = Config::default();
+    cfg.fallback.target_tokens = Some(n);
+    let mut s = Settings::from_config(&cfg).unwrap();
+    s.input_format = rivumi_compact::formats::InputFormat::Openai;
+    let mut decision = None;
+    let out = rivumi_compact::dataset::process_line_decided(line, Path::new("d"), 1, &s, &mut decision).unwrap();
+    let unreachable = decision
+        .is_some_and(|d| d.reasons.iter().any(|r| r.code == rivumi_compact::policy::ReasonCode::TargetUnreachable));
+    match out {
+        rivumi_compact::dataset::LineOutcome::Changed(l) => (row_tokens(&l), unreachable),
+        _ => (row_tokens(line), unreachable),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Size to fit never lies: the output is within N whenever the least plan is; it
+    /// never grows as N shrinks; a row over N is said to be.
+    #[test]
+    fn size_to_fit_is_monotonic_and_honest(row in fit_row(), a in 1u64..12000, b in 1u64..12000) {
+        let (hi, lo) = (a.max(b), a.min(b));
+        let (least, _) = fitted(&row, 1);
+        let (out_hi, over_hi) = fitted(&row, hi);
+        let (out_lo, over_lo) = fitted(&row, lo);
+        for (n, out, over) in [(hi, out_hi, over_hi), (lo, out_lo, over_lo)] {
+            if least <= n {
+                prop_assert!(out <= n, "the least plan ({least}) fits {n}, the output is {out}");
+            }
+            prop_assert_eq!(out > n, over, "over {} ({}) is said exactly when it is", n, out);
+        }
+        prop_assert!(out_lo <= out_hi, "a smaller target ({lo}) gave more ({out_lo}) than {hi} ({out_hi})");
+    }
+}
