@@ -4,7 +4,6 @@
 use crate::engine::Processed;
 use crate::policy::Action;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -77,18 +76,10 @@ impl Stats {
             t.items.iter().filter_map(|i| i.usage()).fold(self.tokens_reported, |n, u| n.saturating_add(u.size()));
         self.tokens_estimated += done.plan.tokens_estimated;
         *self.actions.entry(done.plan.decision.action.as_str()).or_default() += 1;
-        let mut saved_here = 0i64;
-        for e in done.plan.journal.events() {
-            if e["event"] == crate::policy::Event::HistoryFallbackApplied.as_str() {
-                saved_here += saved(e, "tokens_before", "tokens_after");
-            }
-            if e["event"] == crate::policy::Event::CheckpointCreated.as_str() {
-                saved_here += saved(e, "occupancy_before", "occupancy_after");
-            }
-        }
-        self.tokens_saved += saved_here;
-        let before = done.plan.tokens_estimated;
-        self.sizes.push((before, before.saturating_add_signed(-saved_here)));
+        // What `run` writes, as the plan worked it out once.
+        let (before, after) = (done.plan.tokens_estimated, done.plan.tokens_after);
+        self.tokens_saved += i64::try_from(before).unwrap_or(i64::MAX) - i64::try_from(after).unwrap_or(i64::MAX);
+        self.sizes.push((before, after));
     }
 
     /// The totals with their percentiles worked out.
@@ -140,8 +131,4 @@ impl Stats {
         }
         out
     }
-}
-
-fn saved(e: &Value, before: &str, after: &str) -> i64 {
-    e[before].as_i64().unwrap_or(0) - e[after].as_i64().unwrap_or(0)
 }

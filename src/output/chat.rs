@@ -37,20 +37,9 @@ pub fn provenance(done: &Processed<'_>) -> Value {
     let t = &done.transcript;
     let session = t.session.as_ref();
     let get = |k: &str| session.and_then(|s| s.get(k)).cloned().unwrap_or(Value::Null);
-    let before = done.plan.tokens_estimated;
-    let saved: i64 = done
-        .plan
-        .journal
-        .of(crate::policy::Event::HistoryFallbackApplied)
-        .chain(done.plan.journal.of(crate::policy::Event::CheckpointCreated))
-        .map(|e| {
-            let n = |k: &str| e[k].as_i64().unwrap_or(0);
-            n("tokens_before").max(n("occupancy_before")) - n("tokens_after").max(n("occupancy_after"))
-        })
-        .sum();
     json!({"source": done.transcript_name.display().to_string(), "session": get("id"), "model": get("model"),
         "input_format": done.plan.decision.input_format, "action": done.plan.decision.action,
-        "tokens_before": before, "tokens_after": before.saturating_add_signed(-saved)})
+        "tokens_before": done.plan.tokens_estimated, "tokens_after": done.plan.tokens_after})
 }
 
 /// One canonical item as a chat message.

@@ -61,6 +61,9 @@ pub struct Plan {
     pub reanchor_text: Option<String>,
     /// The estimate of every item of the transcript as read (for `stats`).
     pub tokens_estimated: u64,
+    /// The estimate of the transcript as written: the items that stay and the messages
+    /// injected (what `stats` predicts and a chat line's provenance says, computed once).
+    pub tokens_after: u64,
     /// A completed native lifecycle whose post hook has not run yet (its request id).
     pub completed_lifecycle: Option<String>,
 }
@@ -113,6 +116,8 @@ pub struct Proposal {
     hooked: bool,
     denied: bool,
     tokenizer: crate::config::Tokenizer,
+    /// Each item's estimate, for the figure of the transcript as written.
+    est: Vec<u64>,
 }
 
 impl Proposal {
@@ -126,6 +131,7 @@ impl Proposal {
             summary_text: None,
             reanchor_text: None,
             tokens_estimated: est.iter().sum(),
+            tokens_after: 0,
             completed_lifecycle: None,
         };
         Proposal {
@@ -135,6 +141,7 @@ impl Proposal {
             hooked: cfg.hooks.pre_compact.is_some(),
             denied: false,
             tokenizer: cfg.tokenizer,
+            est: est.to_vec(),
         }
     }
 
@@ -175,9 +182,27 @@ impl Proposal {
         }
     }
 
-    /// The plan, with the verdicts applied.
+    /// The plan, with the verdicts applied and its figures worked out.
     pub fn finish(self) -> Plan {
-        let Proposal { mut plan, reminder, compaction, hooked, denied, tokenizer } = self;
+        let (tokenizer, est) = (self.tokenizer, self.est.clone());
+        let mut plan = self.verdicts();
+        let removed: u64 = plan.removed.iter().map(|&i| est[i]).sum();
+        let injected: u64 = plan
+            .replacement
+            .iter()
+            .map(|(_, m)| m)
+            .chain(plan.appended.iter().filter_map(|a| match a {
+                Injected::Message(m) => Some(m),
+                Injected::Event(_) => None,
+            }))
+            .map(|m| tokens::count_text(&m.content, tokenizer))
+            .sum();
+        plan.tokens_after = plan.tokens_estimated - removed + injected;
+        plan
+    }
+
+    fn verdicts(self) -> Plan {
+        let Proposal { mut plan, reminder, compaction, hooked, denied, tokenizer, .. } = self;
         let Some(mut c) = compaction else {
             plan.appended.extend(reminder.map(Injected::Message));
             return plan;

@@ -409,11 +409,17 @@ fn chat_lines_can_say_where_they_come_from() {
     let p = &v["rivumi"];
     assert_eq!(p["source"], "testdata/cases/fallback-applied/input.jsonl");
     assert_eq!((p["session"].as_str(), p["action"].as_str()), (Some("s-fallback"), Some("history_fallback")));
-    // The figures are the fallback's own (this short session comes out longer).
-    let journal = stdout(&run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--emit", "journal"]));
-    let applied: serde_json::Value =
-        serde_json::from_str(journal.lines().find(|l| l.contains("history_fallback_applied")).unwrap()).unwrap();
-    assert_eq!((&p["tokens_before"], &p["tokens_after"]), (&applied["tokens_before"], &applied["tokens_after"]), "{p}");
+    // The figures are the transcript as read and as written, what `stats` counts in
+    // each (this short session comes out longer: the summary, reminder and re-anchor).
+    let before = cmd().args(["stats", "--json", "testdata/cases/fallback-applied/input.jsonl"]).output().unwrap();
+    let before: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
+    let after = cmd().args(["stats", "--json", "-"]).write_stdin(stdout(&o)).output().unwrap();
+    let after: serde_json::Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(
+        (&p["tokens_before"], &p["tokens_after"]),
+        (&before["tokens_estimated"], &after["tokens_estimated"]),
+        "{p}"
+    );
     // Off by default; a second run over a line that carries it changes nothing.
     let plain = run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--output-format", "openai"]);
     assert!(!stdout(&plain).contains("\"rivumi\":{"));
@@ -553,5 +559,25 @@ fn a_rejects_file_that_cannot_be_written_loses_no_row() {
         assert_eq!(err.matches("/dev/full: cannot write: ").count(), 1, "{err}");
         assert!(!err.contains("standard output"), "{err}");
         assert!(err.contains("3000 row(s): "), "{err}");
+    }
+}
+
+/// `stats` predicts exactly what `run` writes: its total and percentiles after are the
+/// figures of `run`'s output read back (one formula, worked out once by the plan).
+#[test]
+fn stats_predicts_exactly_what_run_writes() {
+    let data: String = [long_row(30, 1500), long_row(10, 100), long_row(60, 800), long_row(3, 20)]
+        .iter()
+        .map(|r| format!("{r}\n"))
+        .collect();
+    for args in [&["--target-tokens", "4000"][..], &["--target-tokens", "300"], &["--max-total-tokens", "3000"], &[]] {
+        let o = cmd().args(["stats", "-", "--json"]).args(args).write_stdin(data.clone()).output().unwrap();
+        let predicted: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let written = cmd().args(["run", "-"]).args(args).write_stdin(data.clone()).output().unwrap();
+        let o = cmd().args(["stats", "-", "--json"]).write_stdin(written.stdout).output().unwrap();
+        let actual: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let after = predicted["tokens_estimated"].as_i64().unwrap() - predicted["tokens_saved"].as_i64().unwrap();
+        assert_eq!(after, actual["tokens_estimated"].as_i64().unwrap(), "{args:?}");
+        assert_eq!(predicted["percentiles"]["after"], actual["percentiles"]["before"], "{args:?}");
     }
 }
