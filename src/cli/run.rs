@@ -116,6 +116,7 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
         return crate::batch::with_threads(jobs(args.jobs), || {
             process_input(input, settings, |done| {
                 print_warnings(done);
+                writes_back(args, input, settings, done)?;
                 if let (Some(e), false) = (done.refusal(), args.dry_run) {
                     return Err(e);
                 }
@@ -127,9 +128,6 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
                 ));
                 let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
                 nothing_emitted_note(input, done, emit);
-                if emit == Emit::Transcript {
-                    nothing_compacted_note(input, done);
-                }
                 let code = write_out(w, |w| emit_to(w, done, emit))?;
                 Ok(if done.plan.refused() { Exit::Failed } else { code })
             })
@@ -171,12 +169,12 @@ fn run_batch(
     let mut closed = None;
     let process = |input: &Input| {
         process_input(input, settings, |done| {
+            writes_back(args, input, settings, done)?;
             if let Some(e) = done.refusal() {
                 return Err(e);
             }
             if let (Some(out), false) = (out, args.dry_run) {
                 output::write_out_dir(out, &input.out_name, done)?;
-                nothing_compacted_note(input, done);
             }
             let line =
                 format!("{}: {}; {}", input.display_name(), done.plan.decision.one_line(), done.accounting.summary());
@@ -283,16 +281,45 @@ fn nothing_emitted_note(input: &Input, done: &Processed<'_>, emit: Emit) {
     }
 }
 
-/// A session written back in the agent's own format records a compaction only when
-/// history was replaced: otherwise it is written as it was, and stderr says so.
-fn nothing_compacted_note(input: &Input, done: &Processed<'_>) {
-    if done.output_format.resumes().is_some() && !done.plan.refused() && !crate::resume::compacts(done) {
-        crate::ui::note(&format!(
-            "{}: no history was replaced ({}): the session is written as it was",
-            input.display_name(),
-            done.plan.decision.action.as_str()
-        ));
+/// A session is written back in the agent's own format only with a compaction to record:
+/// without one (nothing planned, or a checkpoint refused) nothing is written (exit 4),
+/// and the error names the flags that would compact this session, when some would.
+fn writes_back(args: &RunArgs, input: &Input, settings: &Settings, done: &Processed<'_>) -> Result<()> {
+    let Some(format) = done.output_format.resumes() else { return Ok(()) };
+    if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) || crate::resume::compacts(done) {
+        return Ok(());
     }
+    let d = &done.plan.decision;
+    let why = d.reasons.last().map_or(String::new(), |r| format!(": {}", crate::ui::escape(&r.message)));
+    let hint = if input.is_stdin() { None } else { compacting_flags(input, settings) };
+    let hint = hint.map_or_else(
+        || "no other path compacts it either (too little history)".to_string(),
+        |flags| format!("{flags} would compact it"),
+    );
+    Err(Error::Failed(format!(
+        "{}: --output-format {format} writes a session back with a compaction, and none was planned ({}{why}): nothing was written; {hint}",
+        input.display_name(),
+        d.action.as_str()
+    )))
+}
+
+/// The flags under which this input would be compacted: the agent runner's fallback, or
+/// a local checkpoint, asked for by hand.
+fn compacting_flags(input: &Input, settings: &Settings) -> Option<&'static str> {
+    use crate::config::{RuntimeKind, Setting};
+    let paths: [(&'static str, Vec<Setting>); 2] = [
+        ("--runtime agent-runner --manual", vec![Setting::Runtime(RuntimeKind::AgentRunner)]),
+        (
+            "--runtime conversation --no-native-compaction --manual",
+            vec![Setting::Runtime(RuntimeKind::Conversation), Setting::NativeCompaction(false)],
+        ),
+    ];
+    paths.into_iter().find_map(|(flags, settings_for)| {
+        let mut s = settings.with_flags(&settings_for);
+        (s.manual, s.dry_run) = (true, true);
+        let compacts = process_input(input, &s, |d| Ok(crate::resume::compacts(d) && !d.plan.refused())).ok()?;
+        compacts.then_some(flags)
+    })
 }
 
 /// Writes one output to a writer.
