@@ -189,8 +189,9 @@ pub struct RunArgs {
     /// Write what would go to stdout into FILE instead (atomically; `-`: stdout)
     #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
     pub out: Option<PathBuf>,
-    /// With --output-format openai: add to each line where it comes from and what was done
-    /// (source, session, model, action, tokens before and after) under the key `rivumi`
+    /// Add to each chat line (--output-format openai) or dataset row where it comes from and
+    /// what was done (source, line, session, model, action, tokens before and after) under the
+    /// key `rivumi`; refused where no line is written (sessions in their own format)
     #[arg(long)]
     pub provenance: bool,
     /// Dataset mode: what to do with a line that cannot be read: keep (echo it unchanged,

@@ -103,6 +103,12 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
     }
     // One chat line per transcript: several inputs give their lines in input order.
     let lines = args.output_format == OutputFormat::Openai && args.emit.is_none_or(|e| e == Emit::Transcript);
+    if args.provenance && !lines {
+        return Err(Error::Usage(
+            "--provenance marks chat lines and dataset rows: a session is written in its own format; add --output-format openai"
+                .into(),
+        ));
+    }
     if inputs.len() > 1 && args.out_dir.is_none() && !args.dry_run && !lines {
         return Err(Error::Usage(format!(
             "{} inputs need --out-dir (one input prints its transcript on stdout)",

@@ -172,6 +172,46 @@ pub fn process_line_into(
     decision: &mut Option<crate::policy::Decision>,
     out: &mut String,
 ) -> Result<Written> {
+    if !settings.provenance {
+        return process_row(text, file, line_no, settings, decision, out, &mut None);
+    }
+    // `--provenance`: every row read says where it comes from and what was done, under
+    // `rivumi` (a row an earlier run marked gets the new figures).
+    let start = out.len();
+    let mut prov = None;
+    let written = process_row(text, file, line_no, settings, decision, out, &mut prov)?;
+    let Some(prov) = prov else { return Ok(written) };
+    let row = match written {
+        Written::Changed => out.split_off(start),
+        Written::Unchanged => text.to_string(),
+        Written::Bad(m) => return Ok(Written::Bad(m)),
+    };
+    out.truncate(start);
+    let mut v: Map<String, Value> = serde_json::from_str(&row).map_err(|e| Error::Failed(e.to_string()))?;
+    v.insert(openhands::INJECTED_KEY.into(), prov);
+    out.push_str(&Value::Object(v).to_string());
+    Ok(Written::Changed)
+}
+
+/// Where a row comes from and what was done to it (a chat line's provenance, with the
+/// file and line of the row).
+fn row_provenance(done: &Processed<'_>, file: &Path, line_no: usize) -> Value {
+    let mut p = crate::output::chat::provenance(done);
+    p["source"] = Value::from(file.display().to_string());
+    p["line"] = Value::from(line_no);
+    p
+}
+
+/// [`process_line_into`] without the provenance: `prov` gets it when asked for.
+fn process_row(
+    text: &str,
+    file: &Path,
+    line_no: usize,
+    settings: &Settings,
+    decision: &mut Option<crate::policy::Decision>,
+    out: &mut String,
+    prov: &mut Option<Value>,
+) -> Result<Written> {
     if text.trim().is_empty() {
         return Ok(Written::Unchanged);
     }
@@ -182,6 +222,9 @@ pub fn process_line_into(
                 Err(Error::Failed(m)) => return Err(Error::Failed(m)),
                 Err(e) => return Ok(Written::Bad(format!("{}:{line_no}: {e}", file.display()))),
             };
+            if settings.provenance {
+                *prov = Some(row_provenance(&done, file, line_no));
+            }
             let written = match outcome(&done, file, line_no) {
                 Some(LineOutcome::Bad(m)) => Written::Bad(m),
                 Some(LineOutcome::Unchanged) => Written::Unchanged,
@@ -198,7 +241,7 @@ pub fn process_line_into(
             return Ok(written);
         }
     }
-    Ok(match canonical_decided(text, file, line_no, settings, decision)? {
+    Ok(match canonical_decided(text, file, line_no, settings, decision, prov)? {
         LineOutcome::Changed(line) => {
             out.push_str(&line);
             Written::Changed
@@ -212,7 +255,7 @@ pub fn process_line_into(
 /// records, read back and mapped again. Bad lines are worded here. [`process_line`]
 /// gives the same outcome (kept messages as raw bytes instead of re-serialized).
 pub fn process_line_canonical(text: &str, file: &Path, line_no: usize, settings: &Settings) -> Result<LineOutcome> {
-    canonical_decided(text, file, line_no, settings, &mut None)
+    canonical_decided(text, file, line_no, settings, &mut None, &mut None)
 }
 
 fn canonical_decided(
@@ -221,6 +264,7 @@ fn canonical_decided(
     line_no: usize,
     settings: &Settings,
     decision: &mut Option<crate::policy::Decision>,
+    prov: &mut Option<Value>,
 ) -> Result<LineOutcome> {
     if text.trim().is_empty() {
         return Ok(LineOutcome::Unchanged);
@@ -236,6 +280,9 @@ fn canonical_decided(
         Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
     };
     *decision = Some(done.plan.decision.clone());
+    if settings.provenance {
+        *prov = Some(row_provenance(&done, file, line_no));
+    }
     // An OpenHands row asked for as a chat line is converted even when nothing changed.
     let convert = settings.input_format == InputFormat::Openhands && settings.output_format == OutputFormat::Openai;
     match outcome(&done, file, line_no) {

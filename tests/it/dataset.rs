@@ -581,3 +581,28 @@ fn stats_predicts_exactly_what_run_writes() {
         assert_eq!(predicted["percentiles"]["after"], actual["percentiles"]["before"], "{args:?}");
     }
 }
+
+/// `--provenance` acts on every input that gives lines: dataset rows say where they come
+/// from (file and line) and what was done; a session written in its own format cannot
+/// carry it, and is refused.
+#[test]
+fn provenance_marks_every_dataset_row_and_is_refused_where_it_cannot_act() {
+    let o = run(&["run", DATA, "--provenance", "--max-total-tokens", "300"]);
+    let out = stdout(&o);
+    let rows: Vec<&str> = out.lines().collect();
+    let input = std::fs::read_to_string(crate::support::root().join(DATA)).unwrap();
+    let input: Vec<&str> = input.lines().collect();
+    assert_eq!(rows.len(), input.len(), "one line per line");
+    for (k, row) in rows.iter().enumerate() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(row) else { continue }; // the bad line, echoed
+        assert_eq!(v["rivumi"]["source"], DATA, "{row}");
+        assert_eq!(v["rivumi"]["line"], k + 1, "{row}");
+        assert!(v["rivumi"]["action"].is_string() && v["rivumi"]["tokens_after"].is_u64(), "{row}");
+    }
+    // Marked again, the figures are replaced, never doubled.
+    let again = cmd().args(["run", "-", "--provenance"]).write_stdin(stdout(&o)).output().unwrap();
+    assert!(stdout(&again).lines().all(|l| l.matches("\"rivumi\":{").count() <= 1), "{}", stdout(&again));
+    let o = run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--provenance"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("add --output-format openai"), "{}", stderr(&o));
+}
