@@ -91,7 +91,17 @@ pub struct CaseReport {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where the error is: a file of the case and its 1-based line (an `args` flag, an
+    /// input line), or the case folder and line 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_line: Option<usize>,
     pub files: Vec<FileReport>,
+    /// Pending `.new` files dropped as stale: what the case produces no longer matches
+    /// them (it produces the expected file again, or something else since).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
     /// Files in the case folder that are neither inputs nor output names (ignored).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<String>,
@@ -164,7 +174,7 @@ pub fn check(
     }
     if let Mode::Accept(files) = &opts.mode {
         if !files.is_empty() {
-            return accept_files(files, &real_dir, w);
+            return accept_files(files, &real_dir, opts, parse_args, w);
         }
     }
     let cases = select(dir, &all, &opts.cases)?;
@@ -172,34 +182,47 @@ pub fn check(
     for case in &cases {
         let ctx = Case { dir: case, real_dir: &real_dir };
         let name = case_name(dir, case);
-        let report = match &opts.mode {
-            Mode::Accept(_) => accept_case(&ctx).map(|files| (None, files, Vec::new())),
-            _ => ctx.run(parse_args, opts.allow_case_commands).and_then(|(kind, actual)| {
-                ctx.compare(kind, &actual, opts).map(|(files, ignored)| (Some(kind), files, ignored))
-            }),
-        };
+        // Every mode runs the case: a pending file is accepted only while it is what the
+        // case produces.
+        let report = ctx.run(parse_args, opts.allow_case_commands).and_then(|(kind, actual)| match &opts.mode {
+            Mode::Accept(_) => ctx.accept(kind, &actual).map(|(files, dropped)| (kind, files, Vec::new(), dropped)),
+            _ => ctx.compare(kind, &actual, opts).map(|(files, ignored, dropped)| (kind, files, ignored, dropped)),
+        });
         let report = match report {
-            Ok((kind, files, ignored)) => {
+            Ok((kind, files, ignored, dropped)) => {
                 let status = status_of(&files, &opts.mode);
                 CaseReport {
                     name,
                     path: shown(case),
-                    kind: kind.map(Kind::as_str),
+                    kind: Some(kind.as_str()),
                     status,
                     error: None,
+                    error_file: None,
+                    error_line: None,
                     files,
                     ignored,
+                    dropped,
                 }
             }
-            Err(e) => CaseReport {
-                name,
-                path: shown(case),
-                kind: None,
-                status: "error",
-                error: Some(e.to_string()),
-                files: vec![],
-                ignored: vec![],
-            },
+            Err(e) => {
+                let (file, line) = match &e {
+                    Error::BadLine { at, .. } => (shown(&at.file), at.line),
+                    Error::BadInput { file, .. } | Error::Read { path: file, .. } => (shown(file), 1),
+                    _ => (shown(case), 1),
+                };
+                CaseReport {
+                    name,
+                    path: shown(case),
+                    kind: None,
+                    status: "error",
+                    error: Some(e.to_string()),
+                    error_file: Some(file),
+                    error_line: Some(line),
+                    files: vec![],
+                    ignored: vec![],
+                    dropped: vec![],
+                }
+            }
         };
         if opts.format == Format::Text {
             write_case_text(w, &report, opts.color);
@@ -404,9 +427,10 @@ impl Case<'_> {
         kind: Kind,
         actual: &[(&'static str, Vec<u8>)],
         opts: &CheckOptions,
-    ) -> Result<(Vec<FileReport>, Vec<String>)> {
+    ) -> Result<(Vec<FileReport>, Vec<String>, Vec<String>)> {
         let limit = crate::source::max_input_bytes();
         let mut files = Vec::new();
+        let mut dropped = Vec::new();
         for file in kind.outputs() {
             let path = self.dir.join(file);
             let expected = self.read(file, limit)?;
@@ -415,12 +439,15 @@ impl Case<'_> {
             let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
             let report =
                 |status, line, diff| FileReport { file: file.to_string(), path: shown(&path), status, line, diff };
+            // A pending file that is not what the case produces now is stale: dropped,
+            // never offered for review (it would install outdated outputs).
+            let waiting = self.read(&pending_name, limit)?;
+            if waiting.is_some() && (waiting.as_ref() != produced || expected.as_ref() == produced) {
+                self.drop_pending(&pending)?;
+                dropped.push(pending_name.clone());
+            }
+            let waiting = waiting.filter(|w| Some(w) == produced && expected.as_ref() != produced);
             if expected.as_ref() == produced {
-                if exists(&pending) && matches!(opts.mode, Mode::Pending | Mode::Bless) {
-                    std::fs::remove_file(&pending).map_err(|e| Error::write(&pending, e))?;
-                } else if exists(&pending) {
-                    files.push(report("pending", 1, None));
-                }
                 continue;
             }
             let line = first_difference(expected.as_deref().unwrap_or(b""), produced.map_or(&b""[..], |p| p));
@@ -452,6 +479,10 @@ impl Case<'_> {
                             .map_err(|e| Error::write(&pending, e))?;
                     }
                 }
+                Mode::Check if waiting.is_some() => {
+                    files.push(report("pending", line, None));
+                    continue;
+                }
                 _ => {}
             }
             files.push(match (expected, produced) {
@@ -460,7 +491,53 @@ impl Case<'_> {
                 (Some(e), Some(a)) => report("changed", line, Some(unified_diff(&shown(&path), &e, a, opts.color))),
             });
         }
-        Ok((files, self.ignored(kind)))
+        Ok((files, self.ignored(kind), dropped))
+    }
+
+    /// Removes a stale pending file (a real file inside DIR only).
+    fn drop_pending(&self, pending: &Path) -> Result<()> {
+        writable(pending, self.real_dir)
+            .map_err(|why| Error::Failed(format!("{}: not removed: {why}", pending.display())))?;
+        std::fs::remove_file(pending).map_err(|e| Error::write(pending, e))
+    }
+
+    /// `--accept`: each pending file of the case becomes its expected file, when it is
+    /// what the case produces now (the case is run again first); a stale one is
+    /// refused, and one the case no longer needs (it produces the expected file) dropped.
+    fn accept(&self, kind: Kind, actual: &[(&'static str, Vec<u8>)]) -> Result<(Vec<FileReport>, Vec<String>)> {
+        self.accept_only(kind, actual, None)
+    }
+
+    /// [`Case::accept`] for one expected file, or all of them.
+    fn accept_only(
+        &self,
+        kind: Kind,
+        actual: &[(&'static str, Vec<u8>)],
+        only: Option<&str>,
+    ) -> Result<(Vec<FileReport>, Vec<String>)> {
+        let limit = crate::source::max_input_bytes();
+        let (mut files, mut dropped) = (Vec::new(), Vec::new());
+        for file in kind.outputs().into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
+            let pending_name = format!("{file}{PENDING}");
+            let pending = self.dir.join(&pending_name);
+            let Some(waiting) = self.read(&pending_name, limit)? else { continue };
+            let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
+            let expected = self.read(file, limit)?;
+            if expected.as_ref() == produced {
+                self.drop_pending(&pending)?;
+                dropped.push(pending_name);
+            } else if Some(&waiting) != produced {
+                return Err(Error::Failed(format!(
+                    "{}: stale: the case produces something else now; nothing accepted (run check --pending again, then read the new file)",
+                    shown(&pending)
+                )));
+            } else {
+                accept_one(&pending, &self.dir.join(file), self.real_dir)?;
+                let path = shown(&self.dir.join(file));
+                files.push(FileReport { file: file.to_string(), path, status: "accepted", line: 1, diff: None });
+            }
+        }
+        Ok((files, dropped))
     }
 
     /// Files of the case that are neither inputs, flags, outputs nor pending outputs.
@@ -529,31 +606,15 @@ fn dataset_output(source: &[u8], name: &Path, s: &Settings) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Turns the pending files of a case into expected ones.
-fn accept_case(case: &Case<'_>) -> Result<Vec<FileReport>> {
-    let mut files = Vec::new();
-    let mut names: Vec<String> = std::fs::read_dir(case.dir)
-        .map_err(|e| Error::read(case.dir, e))?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|f| f.strip_suffix(PENDING).is_some_and(|o| output_names().contains(&o)))
-        .collect();
-    names.sort();
-    for pending in names {
-        let file = pending.strip_suffix(PENDING).expect("filtered").to_string();
-        accept_one(&case.dir.join(&pending), &case.dir.join(&file), case.real_dir)?;
-        files.push(FileReport {
-            file: file.clone(),
-            path: shown(&case.dir.join(&file)),
-            status: "accepted",
-            line: 1,
-            diff: None,
-        });
-    }
-    Ok(files)
-}
-
-/// `--accept-file PATH…`: each names an expected file or its pending file.
-fn accept_files(paths: &[PathBuf], real_dir: &Path, w: &mut dyn Write) -> Result<Exit> {
+/// `--accept-file PATH…`: each names an expected file or its pending file; its case is
+/// run again, and the pending file accepted only while it is what the case produces.
+fn accept_files(
+    paths: &[PathBuf],
+    real_dir: &Path,
+    opts: &CheckOptions,
+    parse_args: &dyn Fn(&[String]) -> Result<CaseSettings>,
+    w: &mut dyn Write,
+) -> Result<Exit> {
     for p in paths {
         let name = p.to_string_lossy();
         let (pending, expected) = match name.strip_suffix(PENDING) {
@@ -566,8 +627,21 @@ fn accept_files(paths: &[PathBuf], real_dir: &Path, w: &mut dyn Write) -> Result
                 crate::ui::escape(&pending.display().to_string())
             )));
         }
-        accept_one(&pending, &expected, real_dir)?;
-        let _ = writeln!(w, "{}: accepted", crate::ui::escape(&shown(&expected)));
+        let folder = expected.parent().filter(|f| !f.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let file = expected.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let case = Case { dir: folder, real_dir };
+        let (kind, actual) = case.run(parse_args, opts.allow_case_commands)?;
+        let (accepted, dropped) = case.accept_only(kind, &actual, Some(&file))?;
+        for f in accepted {
+            let _ = writeln!(w, "{}: accepted", crate::ui::escape(&f.path));
+        }
+        for d in dropped {
+            let _ = writeln!(
+                w,
+                "{}: dropped: the case produces the expected file",
+                crate::ui::escape(&shown(&folder.join(d)))
+            );
+        }
     }
     Ok(Exit::Ok)
 }
@@ -676,6 +750,13 @@ fn write_case_text(w: &mut dyn Write, r: &CaseReport, color: bool) {
     for f in &r.ignored {
         let _ = writeln!(w, "{name}/{}: note: not an output name; ignored", crate::ui::escape(f));
     }
+    for f in &r.dropped {
+        let _ = writeln!(
+            w,
+            "{name}/{}: note: removed, stale (the case no longer produces what it holds)",
+            crate::ui::escape(f)
+        );
+    }
 }
 
 /// The closing lines for people: the totals and the command that goes on from here.
@@ -694,17 +775,26 @@ fn write_totals(w: &mut dyn Write, dir: &Path, reports: &[CaseReport], opts: &Ch
         words.extend(opts.cases.iter().map(|c| shell_word(c)));
         words.join(" ")
     };
+    // What is left once the pending files are written: differences no `.new` file can
+    // hold (an expected file the run no longer produces) need --bless, not --pending.
+    let unwritten = reports.iter().flat_map(|r| &r.files).filter(|f| matches!(f.status, "changed" | "missing")).count();
+    let extra = reports.iter().flat_map(|r| &r.files).filter(|f| f.status == "extra").count();
     if differing > 0 && opts.mode == Mode::Pending {
         let _ = writeln!(
             w,
             "the actual outputs are written beside them as NAME{PENDING}; to accept them, run: {}",
             again("--accept")
         );
-    } else if differing > 0 {
+    } else if unwritten > 0 {
         let _ = writeln!(w, "to review them as NAME{PENDING} files, run: {}", again("--pending"));
         let _ = writeln!(w, "to accept the actual outputs as expected, run: {}", again("--bless"));
-    } else if pending > 0 {
-        let _ = writeln!(w, "pending files wait for review; to accept them, run: {}", again("--accept"));
+    } else if pending > 0 || differing > 0 {
+        if pending > 0 {
+            let _ = writeln!(w, "pending files wait for review; to accept them, run: {}", again("--accept"));
+        }
+        if extra > 0 {
+            let _ = writeln!(w, "expected files the run no longer produces go with: {}", again("--bless"));
+        }
     }
 }
 
@@ -715,8 +805,9 @@ fn write_github(w: &mut dyn Write, dir: &Path, reports: &[CaseReport], opts: &Ch
         if let Some(e) = &r.error {
             let _ = writeln!(
                 w,
-                "::error file={},title={}::{}",
-                gh_property(&r.path),
+                "::error file={},line={},title={}::{}",
+                gh_property(r.error_file.as_deref().unwrap_or(&r.path)),
+                r.error_line.unwrap_or(1),
                 gh_property("rivumi-compact check"),
                 gh_data(e)
             );
@@ -950,11 +1041,22 @@ fn unified_diff(path: &str, expected: &[u8], actual: &[u8], color: bool) -> Stri
                     ChangeTag::Equal => ' ',
                 };
                 let text = crate::ui::escape(change.value().trim_end_matches('\n'));
-                let _ = writeln!(out, "{sign}{text}");
+                let _ = writeln!(out, "{sign}{}", shortened(&text, change.tag() == ChangeTag::Equal));
             }
         }
     }
     out
+}
+
+/// A context line of a diff cut when long (a Claude Code record can be 10 KB): its start
+/// and how much was left out. Changed lines are shown whole.
+fn shortened(line: &str, context: bool) -> std::borrow::Cow<'_, str> {
+    let n = line.chars().count();
+    if !context || n <= LONG_LINE {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let head: String = line.chars().take(LONG_LINE / 2).collect();
+    std::borrow::Cow::Owned(format!("{head}… ({} more characters)", n - LONG_LINE / 2))
 }
 
 /// The tokens a JSON line is compared by: strings with their quotes, numbers and
@@ -989,24 +1091,57 @@ fn tokens(s: &str) -> Vec<&str> {
     out
 }
 
-/// The two lines with their changed tokens marked, each cut to a window around its
-/// changes when long.
+/// The two lines with their changes marked, each cut to a window around its changes
+/// when long: the changed JSON tokens, and inside a changed string only the characters
+/// that changed, with a few characters of context (as `cargo insta` shows an inline
+/// diff). The marks, `⟦-…-⟧` and `⟦+…+⟧`, cannot be taken for JSON.
 fn inline_marks(old: &str, new: &str, color: bool) -> (String, String) {
     let (a, b) = (tokens(old), tokens(new));
     let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b);
     let (mut minus, mut plus) =
-        (Marked::new(color, "[-", "-]", "\x1b[7;31m"), Marked::new(color, "{+", "+}", "\x1b[7;32m"));
+        (Marked::new(color, "⟦-", "-⟧", "\x1b[7;31m"), Marked::new(color, "⟦+", "+⟧", "\x1b[7;32m"));
+    // Unchanged text between changes is cut only in a long line.
+    minus.long = old.chars().count() > LONG_LINE;
+    plus.long = new.chars().count() > LONG_LINE;
     for op in ops {
         let (tag, old_range, new_range) = op.as_tag_tuple();
-        if tag == similar::DiffTag::Equal {
-            minus.plain(&a[old_range].concat());
-            plus.plain(&b[new_range].concat());
-        } else {
-            minus.changed(&a[old_range].concat());
-            plus.changed(&b[new_range].concat());
+        let (was, is) = (a[old_range].concat(), b[new_range].concat());
+        match tag {
+            similar::DiffTag::Equal => {
+                minus.context(&was);
+                plus.context(&is);
+            }
+            similar::DiffTag::Replace if was.starts_with('"') && is.starts_with('"') => {
+                chars_marked(&was, &is, &mut minus, &mut plus);
+            }
+            _ => {
+                minus.changed(&was);
+                plus.changed(&is);
+            }
         }
     }
     (minus.finish(), plus.finish())
+}
+
+/// Characters of unchanged text kept on either side of a change inside a line.
+const CONTEXT: usize = 20;
+
+/// A changed string, character by character: the changed runs marked, the unchanged
+/// ones kept as context (a long one cut to its ends).
+fn chars_marked(was: &str, is: &str, minus: &mut Marked, plus: &mut Marked) {
+    let diff = TextDiff::from_chars(was, is);
+    for op in diff.ops() {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        let old: String = diff.old_slices()[old_range].concat();
+        let new: String = diff.new_slices()[new_range].concat();
+        if tag == similar::DiffTag::Equal {
+            minus.context(&old);
+            plus.context(&new);
+        } else {
+            minus.changed(&old);
+            plus.changed(&new);
+        }
+    }
 }
 
 /// A line being marked: its text, and where its changes are (for cutting it).
@@ -1016,21 +1151,38 @@ struct Marked {
     last: usize,
     open: &'static str,
     close: &'static str,
+    /// Whether the line is long enough to be cut.
+    long: bool,
 }
 
 /// A line longer than this is cut to the part around its changes.
 const LONG_LINE: usize = 240;
 /// What is kept on either side of the changes of a cut line, in characters.
-const AROUND: usize = 60;
+const AROUND: usize = CONTEXT;
 
 impl Marked {
     fn new(color: bool, open: &'static str, close: &'static str, colored: &'static str) -> Marked {
         let (open, close) = if color { (colored, "\x1b[0m") } else { (open, close) };
-        Marked { text: String::new(), first: None, last: 0, open, close }
+        Marked { text: String::new(), first: None, last: 0, open, close, long: false }
     }
 
     fn plain(&mut self, s: &str) {
         self.text.push_str(&crate::ui::escape(s));
+    }
+
+    /// Unchanged text between changes: kept whole when short, else its two ends around
+    /// `…` (the ends of the line are cut by [`Marked::finish`]).
+    fn context(&mut self, s: &str) {
+        let n = s.chars().count();
+        if !self.long || self.first.is_none() || n <= 2 * CONTEXT + 1 {
+            self.plain(s);
+            return;
+        }
+        let head: String = s.chars().take(CONTEXT).collect();
+        let tail: String = s.chars().skip(n - CONTEXT).collect();
+        self.plain(&head);
+        self.text.push('…');
+        self.plain(&tail);
     }
 
     fn changed(&mut self, s: &str) {
@@ -1087,16 +1239,31 @@ mod tests {
         let old = r#"{"type":"message","id":"m1","used":100,"content":"same"}"#;
         let new = r#"{"type":"message","id":"m1","used":250,"content":"same"}"#;
         let (minus, plus) = inline_marks(old, new, false);
-        assert_eq!(minus, r#"{"type":"message","id":"m1","used":[-100-],"content":"same"}"#);
-        assert_eq!(plus, r#"{"type":"message","id":"m1","used":{+250+},"content":"same"}"#);
+        assert_eq!(minus, r#"{"type":"message","id":"m1","used":⟦-100-⟧,"content":"same"}"#);
+        assert_eq!(plus, r#"{"type":"message","id":"m1","used":⟦+250+⟧,"content":"same"}"#);
         let pad = "x".repeat(400);
         let (minus, _) = inline_marks(
             &format!(r#"{{"a":"{pad}","b":1,"c":"{pad}"}}"#),
             &format!(r#"{{"a":"{pad}","b":2,"c":"{pad}"}}"#),
             false,
         );
-        assert!(minus.starts_with('…') && minus.ends_with('…') && minus.contains("\"b\":[-1-]"), "{minus}");
+        assert!(minus.starts_with('…') && minus.ends_with('…') && minus.contains("\"b\":⟦-1-⟧"), "{minus}");
         assert!(minus.chars().count() < 140, "{}", minus.chars().count());
+    }
+
+    #[test]
+    fn inside_a_long_string_only_the_change_is_marked_with_a_little_context() {
+        let text = "lorem ipsum ".repeat(400);
+        // Two changes far apart inside one 4,800-character string.
+        let changed = format!("{}IPSUM{}LOREM{}", &text[..1006], &text[1011..3600], &text[3605..]);
+        let old = format!(r#"{{"type":"tool_result","id":"r1","content":"{text}"}}"#);
+        let new = format!(r#"{{"type":"tool_result","id":"r1","content":"{changed}"}}"#);
+        let (minus, plus) = inline_marks(&old, &new, false);
+        assert_eq!((minus.matches("⟦-").count(), plus.matches("⟦+").count()), (2, 2), "{minus}\n{plus}");
+        assert!(minus.contains("⟦-lorem-⟧") && plus.contains("⟦+LOREM+⟧"), "{minus}\n{plus}");
+        assert!(minus.contains("…") && minus.starts_with('…'), "unchanged text elided: {minus}");
+        assert!(minus.chars().count() < 160 && plus.chars().count() < 160, "{minus}\n{plus}");
+        assert!(!minus.contains("[-") && !plus.contains("{+"), "no mark reads as JSON");
     }
 
     #[test]

@@ -32,7 +32,16 @@ pub(super) fn check(args: CheckArgs) -> Result<Exit> {
         Ok(CaseSettings { settings: s, profile_given: parsed.policy.profile.is_some() })
     };
     let mut report = Vec::new();
-    let code = crate::check::check(&args.dir, &opts, &parse, &mut report)?;
+    // `--accept-file PATH` alone: the checked folder is the one above the file's case.
+    let dir = match (&args.dir, args.accept_file.first()) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(file)) => {
+            let case = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            case.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")).to_path_buf()
+        }
+        (None, None) => return Err(Error::Usage("check needs DIR".into())),
+    };
+    let code = crate::check::check(&dir, &opts, &parse, &mut report)?;
     stdout_write(|w| w.write_all(&report))?;
     Ok(code)
 }

@@ -249,9 +249,10 @@ pub struct StatsArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The folder holding the case folders
-    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub dir: PathBuf,
+    /// The folder holding the case folders (with --accept-file: the folder above the file's
+    /// case, when not given)
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath, required_unless_present = "accept_file")]
+    pub dir: Option<PathBuf>,
     /// Only these cases: names (folders below DIR) or globs (`'reanchor-*'`)
     #[arg(value_name = "CASE")]
     pub cases: Vec<String>,

@@ -165,16 +165,25 @@ fn fit(
 fn summary_fitting(t: &Transcript<'_>, items: &[usize], cfg: &Config, room: u64) -> String {
     let mut max_chars = cfg.summary.max_chars.min(usize::try_from(room.saturating_mul(4)).unwrap_or(usize::MAX).max(1));
     let mut last: Option<String> = None;
+    let mut stalled = 0u32;
     loop {
         let text = summary_within(t, items, &crate::config::Summary { max_chars, ..cfg.summary.clone() });
         let tokens = tokens::count_text(&text, cfg.tokenizer);
         // Characters are not tokens (a multi-byte character, a tokenizer's merges): cut
-        // again by what is over, until it fits or only the header is left.
-        if tokens <= room || max_chars == 1 || last.as_ref() == Some(&text) {
+        // again by what is over, until it fits or only the header is left. A cut that
+        // changed nothing (the text gives way a line at a time) cuts twice as deep next
+        // time: the summary always ends within the room or at its header.
+        if tokens <= room || max_chars == 1 {
             return text;
         }
+        if last.as_ref() == Some(&text) {
+            stalled = (stalled + 1).min(32);
+        } else {
+            stalled = 0;
+        }
         let over = usize::try_from(tokens - room).unwrap_or(usize::MAX);
-        max_chars = max_chars.saturating_sub(over.saturating_mul(4)).max(1);
+        let cut = over.saturating_mul(4).max(1).saturating_mul(1 << stalled);
+        max_chars = max_chars.saturating_sub(cut).max(1);
         last = Some(text);
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::support::{cmd, path_str, root, run, stderr, stdout};
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
@@ -236,16 +236,31 @@ fn pending_files_are_reviewed_and_accepted_like_insta_snapshots() {
     assert!(stdout(&o).contains(&format!("to accept them, run: rivumi-compact check --accept {d}")), "{}", stdout(&o));
     assert_eq!(std::fs::read_to_string(case.join("decision.json.new")).unwrap(), expected);
     assert!(std::fs::read_to_string(case.join("decision.json")).unwrap().contains("19000"));
-    // A plain check fails while a .new file waits, even once the expected file is fixed.
+    // A plain check after --pending offers the .new files for review, and says --accept.
+    let o = run(&["check", d]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("fallback-applied/decision.json.new: pending review"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("--pending"), "never --pending again: {}", stdout(&o));
+    assert!(stdout(&o).contains(&format!("to accept them, run: rivumi-compact check --accept {d}")), "{}", stdout(&o));
+    // Once the expected files are what the cases produce, a .new is stale: dropped by a
+    // plain check, never offered (accepting it would install outdated outputs).
     std::fs::write(case.join("decision.json"), &expected).unwrap();
     std::fs::write(&rows, &good_rows).unwrap();
     std::fs::write(dir.path().join("dataset-rows/output.jsonl.new"), b"stale\n").unwrap();
     let o = run(&["check", d]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stdout(&o).contains("fallback-applied/decision.json.new: pending review"), "{}", stdout(&o));
-    // --pending again clears the .new files that are now the same.
-    assert_eq!(run(&["check", d, "--pending"]).status.code(), Some(0));
-    assert!(!case.join("decision.json.new").exists());
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("fallback-applied/decision.json.new: note: removed, stale"), "{}", stdout(&o));
+    assert!(!case.join("decision.json.new").exists() && !dir.path().join("dataset-rows/output.jsonl.new").exists());
+    // A .new the case no longer produces is refused by --accept, which runs the case again.
+    std::fs::write(case.join("decision.json"), expected.replace("19455", "19000")).unwrap();
+    assert_eq!(run(&["check", d, "--pending", "fallback-applied"]).status.code(), Some(1));
+    std::fs::write(case.join("decision.json.new"), expected.replace("19455", "18000")).unwrap();
+    let o = run(&["check", d, "--accept", "fallback-applied"]);
+    assert_ne!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("decision.json.new: stale: the case produces something else now"), "{}", stdout(&o));
+    assert!(std::fs::read_to_string(case.join("decision.json")).unwrap().contains("19000"), "nothing accepted");
+    std::fs::write(case.join("decision.json"), &expected).unwrap();
+    assert_eq!(run(&["check", d]).status.code(), Some(0));
     // --accept CASE turns that case's pending files into expected ones; --accept-file one file.
     std::fs::write(&rows, b"{}\n").unwrap();
     std::fs::write(case.join("decision.json"), expected.replace("19455", "19000")).unwrap();
@@ -278,14 +293,20 @@ fn a_changed_field_in_a_jsonl_line_is_marked() {
     let text = std::fs::read_to_string(&t).unwrap();
     std::fs::write(&t, text.replacen("\"turn\":\"t1\"", "\"turn\":\"t0\"", 1)).unwrap();
     let out = stdout(&run(&["check", d, "fallback-applied"]));
-    assert!(out.contains("-{\"type\":\"message\",\"id\":\"m1\",\"turn\":[-\"t0\"-]"), "{out}");
-    assert!(out.contains("+{\"type\":\"message\",\"id\":\"m1\",\"turn\":{+\"t1\"+}"), "{out}");
+    // Inside a changed string, only the characters that changed, in marks no JSON has.
+    assert!(out.contains("-{\"type\":\"message\",\"id\":\"m1\",\"turn\":\"t⟦-0-⟧\""), "{out}");
+    assert!(out.contains("+{\"type\":\"message\",\"id\":\"m1\",\"turn\":\"t⟦+1+⟧\""), "{out}");
     let colored = stdout(&run(&["check", d, "fallback-applied", "--color", "always"]));
-    assert!(colored.contains("\x1b[7;31m\"t0\"\x1b[0m") && colored.contains("\x1b[7;32m\"t1\"\x1b[0m"), "{colored}");
+    assert!(colored.contains("\"t\x1b[7;31m0\x1b[0m\"") && colored.contains("\"t\x1b[7;32m1\x1b[0m\""), "{colored}");
     // The JSON report holds the file and line of the first difference.
     let v: serde_json::Value = serde_json::from_slice(&run(&["check", d, "--format", "json"]).stdout).unwrap();
     let fa = v["cases"].as_array().unwrap().iter().find(|c| c["name"] == "fallback-applied").unwrap();
     assert_eq!((fa["files"][0]["file"].as_str(), fa["files"][0]["line"].as_u64()), (Some("transcript.jsonl"), Some(2)));
+}
+
+/// A path as a GitHub annotation's property holds it.
+fn gh(s: &str) -> String {
+    s.replace('%', "%25").replace(':', "%3A").replace(',', "%2C")
 }
 
 #[test]
@@ -303,6 +324,18 @@ fn reports_for_github_and_junit() {
         d.replace(':', "%3A").replace(',', "%2C")
     );
     assert!(out.contains(&want), "{want}\n{out}");
+    // A case that cannot be read is annotated at its file and line too: a bad flag in
+    // `args` at the line that holds it.
+    let args = dir.path().join("swe-agent-traj/args");
+    let mut text = std::fs::read_to_string(&args).unwrap();
+    let line = text.lines().count() + 1;
+    text.push_str("--no-such-flag\n");
+    std::fs::write(&args, text).unwrap();
+    let o = run(&["check", d, "--format", "github"]);
+    let want = format!("::error file={},line={line},", gh(path_str(&args)));
+    assert!(stdout(&o).contains(&want), "{want}\n{}", stdout(&o));
+    assert!(stdout(&o).lines().filter(|l| l.starts_with("::error")).all(|l| l.contains(",line=")), "{}", stdout(&o));
+    std::fs::write(&args, std::fs::read_to_string(root().join("testdata/check/swe-agent-traj/args")).unwrap()).unwrap();
     let o = run(&["check", d, "--format", "junit"]);
     let xml = stdout(&o);
     assert!(

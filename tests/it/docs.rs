@@ -74,3 +74,52 @@ fn the_ci_workflow_in_the_docs_runs() {
         assert!(!stdout(&o).contains("::error"), "{c}");
     }
 }
+
+/// The review loop docs/ci.md shows, run as written (in order) on a copy of
+/// `testdata/check` with one expected file made to differ: every command works, and the
+/// loop ends with nothing left to review.
+#[test]
+fn the_review_commands_in_the_docs_run_as_written() {
+    let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
+    let block = doc.split("## Review like insta").nth(1).and_then(|s| s.split("```sh").nth(1)).expect("a block");
+    let commands: Vec<&str> = block
+        .split("```")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split('#').next().unwrap().trim().strip_prefix("rivumi-compact "))
+        .collect();
+    assert!(commands.iter().any(|c| c.contains("--accept-file")) && commands.len() >= 5, "{commands:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("testdata/check");
+    std::fs::create_dir_all(&copy).unwrap();
+    crate::check::copy_dir(&root().join("testdata/check"), &copy);
+    let decision = copy.join("fallback-applied/decision.json");
+    let differ = || {
+        let text = std::fs::read_to_string(&decision).unwrap().replace("19455", "19000");
+        std::fs::write(&decision, text).unwrap();
+    };
+    differ();
+    let pending = copy.join("fallback-applied/decision.json.new");
+    for c in commands {
+        // Each accepting command is run with something to accept.
+        if c.contains("--accept") && !pending.exists() {
+            differ();
+            let o = crate::support::cmd()
+                .current_dir(dir.path())
+                .args(["check", "testdata/check", "--pending"])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        }
+        let args: Vec<&str> = c.split_whitespace().collect();
+        let o = crate::support::cmd().current_dir(dir.path()).args(&args).output().unwrap();
+        let code = o.status.code();
+        assert!(matches!(code, Some(0 | 1)), "rivumi-compact {c}: {code:?} {}{}", stdout(&o), stderr(&o));
+        if c.contains("--accept") {
+            assert!(stdout(&o).contains("decision.json: accepted") && !pending.exists(), "{c}: {}", stdout(&o));
+        }
+    }
+    let o = crate::support::cmd().current_dir(dir.path()).args(["check", "testdata/check"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
