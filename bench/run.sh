@@ -54,9 +54,12 @@ python_env() {
     echo "installing langchain-core into $venv for the LangChain baseline..." >&2
     { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet langchain-core; } > /dev/null 2>&1 || true
   fi
-  if ! "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null; then
+  # Built again when the engine or the package changed since the last install.
+  local stamp="$venv/.rivumi-built"
+  if ! "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null \
+      || [ -n "$(find src python/src python/rivumi_compact python/Cargo.toml Cargo.toml -newer "$stamp" -print -quit 2> /dev/null || echo missing)" ]; then
     echo "installing the Python package (pip install ./python, a release build) into $venv..." >&2
-    "$venv/bin/pip" install --quiet ./python > /dev/null 2>&1 || true
+    "$venv/bin/pip" install --quiet --force-reinstall --no-deps ./python > /dev/null 2>&1 && touch "$stamp" || true
   fi
 }
 
@@ -86,7 +89,9 @@ dataset_bench() {
   "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null && have_pkg=1
   local calls="$OUT/pkg-call-times.txt"
   rm -f "$calls"
-  [ -n "$have_pkg" ] && cmds+=("ds_pkg=RIVUMI_BENCH_CALL_TIMES=$calls $venv/bin/python bench/python_batch.py $agents /dev/null 3000")
+  [ -n "$have_pkg" ] && cmds+=("ds_pkg=RIVUMI_BENCH_CALL_TIMES=$calls $venv/bin/python bench/python_batch.py $agents /dev/null 3000"
+    "ds_pkg_file=$venv/bin/python bench/python_stream.py file $agents /dev/null 3000"
+    "ds_pkg_iter=$venv/bin/python bench/python_stream.py iter $agents /dev/null 3000")
   measure "${cmds[@]}"
   if [ -n "$have_lc" ]; then
     ROUNDS=1 measure "ds_lc=$venv/bin/python bench/langchain_trim.py $agents /dev/null 3000"
@@ -110,6 +115,9 @@ dataset_bench() {
     call=$(python3 -c 'import statistics,sys; print(statistics.median(float(l) for l in open(sys.argv[1])))' "$calls")
     row "python package, the call alone (vs CLI)" "$(secs "$call")" "" "" "$(ratio "$call" "${MED[ds_most]}")" "<= 1.5"
     [ -n "$have_lc" ] && row "langchain trim_messages / python package" "" "" "" "$(ratio "${MED[ds_lc]}" "${MED[ds_pkg]}")" ">= 50"
+    mrow "python package compact_file, path to path (vs CLI)" ds_pkg_file "$(ratio "${MED[ds_pkg_file]}" "${MED[ds_most]}")" "<= 1.1"
+    mrow "python package iter_file, lines to Python (vs CLI)" ds_pkg_iter "$(ratio "${MED[ds_pkg_iter]}" "${MED[ds_most]}")" "<= 1.1"
+    [ -n "$have_lc" ] && row "langchain trim_messages / python iter_file" "" "" "" "$(ratio "${MED[ds_lc]}" "${MED[ds_pkg_iter]}")" ">= 40"
   else
     echo "python package: skipped: pip install ./python failed into $venv"
   fi
@@ -122,6 +130,10 @@ dataset_bench() {
   if [ -n "$have_pkg" ]; then
     "$venv/bin/python" bench/python_batch.py "$agents" "$OUT/agents-py.jsonl" 3000 2> /dev/null
     echo "python package output and CLI output: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-py.jsonl" && echo identical || echo DIFFERENT)"
+    for mode in file iter; do
+      "$venv/bin/python" bench/python_stream.py "$mode" "$agents" "$OUT/agents-py.jsonl" 3000 2> /dev/null
+      echo "python package $mode output and CLI output: $(cmp -s "$OUT/agents-j1.jsonl" "$OUT/agents-py.jsonl" && echo identical || echo DIFFERENT)"
+    done
   fi
   if [ -n "$have_lc" ]; then
     for n in 16000 4000; do

@@ -53,6 +53,12 @@ impl Input {
         Input { broken: Mutex::new(Some(error)), ..Input::new(path, out_name) }
     }
 
+    /// One file named by a library caller (no walk, no glob): `-` is stdin.
+    pub fn file(path: PathBuf) -> Input {
+        let out_name = path.file_name().map_or_else(|| PathBuf::from("input"), |n| out_stem(Path::new(n)));
+        Input::new(path, out_name)
+    }
+
     pub fn is_stdin(&self) -> bool {
         self.path == Path::new("-")
     }

@@ -5,18 +5,34 @@ configuration keys, byte-identical output. Configure with the keys of ``--config
 (SPEC 2) given as keyword arguments, dotted keys spelled with ``__``
 (``task__max_total_tokens=16000``), nested dicts (``task={"max_total_tokens": 16000}``)
 or one ``config`` dict whose keys may be dotted (``config={"task.max_total_tokens":
-16000}``); ``profile`` (``rivumi``, ``claude-code``, ``codex``) and ``input_format`` as
-on the command line.
+16000}``); ``profile`` (``rivumi``, ``claude-code``, ``codex``, ``gemini-cli``) and
+``input_format`` as on the command line. A dataset file is best given by its path
+(:func:`compact_file`, :func:`iter_file`): Rust reads it, Python never holds its lines.
 """
 
 import json
+import os
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _native
 
 __version__ = _native.__version__
-__all__ = ["compact", "compact_lines", "dataset_map", "decide", "replay", "BadLineError", "__version__"]
+__all__ = [
+    "compact",
+    "compact_lines",
+    "compact_file",
+    "iter_file",
+    "dataset_map",
+    "decide",
+    "replay",
+    "BadLineError",
+    "Row",
+    "FileSummary",
+    "__version__",
+]
+
+_ON_BAD = ("keep", "skip", "raise")
 
 
 class BadLineError(ValueError):
@@ -25,6 +41,41 @@ class BadLineError(ValueError):
     def __init__(self, index: int, message: str):
         super().__init__(f"line {index + 1}: {message}")
         self.index, self.message = index, message
+
+
+class Row(NamedTuple):
+    """What :func:`compact_lines` with ``results=True`` did with one line: the output
+    ``line`` (the type it came as), the engine's ``action`` (``none``,
+    ``pressure_reminder``, ``history_fallback``, ...), the row's ``tokens_before`` and
+    ``tokens_after`` by the configured tokenizer (after: the row as written), and the
+    message of a line the engine rejected (``rejected``; then action and tokens are
+    ``None``, as for a blank line)."""
+
+    line: Union[str, bytes]
+    action: Optional[str]
+    tokens_before: Optional[int]
+    tokens_after: Optional[int]
+    rejected: Optional[str]
+
+
+class FileSummary(NamedTuple):
+    """What :func:`compact_file` did: lines read, rewritten, rewritten shorter, blank,
+    bad and over a size to fit's target; the bad lines and the warnings as
+    ``(line, message)`` with line numbers from 1."""
+
+    lines: int
+    changed: int
+    shortened: int
+    blank: int
+    bad: int
+    over_target: int
+    rejected: List[Tuple[int, str]]
+    warnings: List[Tuple[int, str]]
+
+
+def _check_on_bad(on_bad: str) -> None:
+    if on_bad not in _ON_BAD:
+        raise ValueError(f"on_bad is keep, skip or raise, not {on_bad!r}")
 
 
 def _merge(into: Dict[str, Any], path: Sequence[str], value: Any) -> None:
@@ -74,8 +125,9 @@ def compact_lines(
     config: Optional[Dict[str, Any]] = None,
     *,
     on_bad: str = "keep",
+    results: bool = False,
     **keys: Any,
-) -> List[Union[str, bytes]]:
+) -> Union[List[Union[str, bytes]], List[Row]]:
     """Compacts dataset lines (OpenAI chat lines ``{"messages": [...]}``, or OpenHands
     evaluation rows with ``input_format="openhands"``), each on its own.
 
@@ -84,48 +136,134 @@ def compact_lines(
     mode with the same configuration. Runs on every core with the GIL released.
     ``on_bad``: ``"keep"`` echoes a bad line unchanged and warns (the command line's
     way), ``"skip"`` leaves it out, ``"raise"`` raises :class:`BadLineError`.
+    ``results=True`` returns a :class:`Row` per line instead (its action, its tokens
+    before and after, and a rejected line's message, from the engine's own values; no
+    warning then: the rows say it).
     """
-    if on_bad not in ("keep", "skip", "raise"):
-        raise ValueError(f"on_bad is keep, skip or raise, not {on_bad!r}")
+    _check_on_bad(on_bad)
     if isinstance(lines, (str, bytes, bytearray)):
         # Iterated, one line would be taken for a line per character.
         raise TypeError(f"lines is a list (or iterable) of lines, not one {type(lines).__name__}: pass [line]")
     cfg, profile, input_format = _config(config, keys)
-    out, bad = _native.compact_lines(list(lines), cfg, profile, input_format)
+    out, bad, figures = _native.compact_lines(list(lines), cfg, profile, input_format)
     if bad and on_bad == "raise":
         raise BadLineError(*bad[0])
+    rejected = dict(bad)
+    if results:
+        rows = [
+            Row(line, *(f if f is not None else (None, None, None)), rejected.get(i))
+            for i, (line, f) in enumerate(zip(out, figures))
+        ]
+        return [r for r in rows if r.rejected is None] if on_bad == "skip" else rows
     if bad and on_bad == "skip":
-        drop = {i for i, _ in bad}
-        return [line for i, line in enumerate(out) if i not in drop]
+        return [line for i, line in enumerate(out) if i not in rejected]
     if bad:
         warnings.warn(f"{len(bad)} bad line(s) echoed unchanged; the first: {bad[0][1]}", stacklevel=2)
     return out
 
 
-def dataset_map(config: Optional[Dict[str, Any]] = None, *, column: str = "messages", **keys: Any) -> Callable[[Dict[str, list]], Dict[str, list]]:
+def compact_file(
+    path: Union[str, "os.PathLike[str]"],
+    output: Union[str, "os.PathLike[str]"],
+    config: Optional[Dict[str, Any]] = None,
+    *,
+    on_bad: str = "keep",
+    **keys: Any,
+) -> FileSummary:
+    """Compacts a dataset file into ``output``, as ``rivumi-compact run PATH --out
+    OUTPUT`` does: Rust reads the file (plain or compressed), compacts it on every core
+    and writes it, the GIL released; Python never sees a line. The output is written
+    atomically, and not at all when the input fails or a bad line raises. The format is
+    detected from the file's head unless ``input_format`` names it; a file that is not a
+    dataset is refused. ``on_bad`` as in :func:`compact_lines` (``"keep"`` warns).
+    """
+    _check_on_bad(on_bad)
+    cfg, profile, input_format = _config(config, keys)
+    try:
+        figures, bad, told = _native.compact_file(os.fspath(path), os.fspath(output), cfg, profile, input_format, on_bad)
+    except _native.BadLine as e:
+        raise BadLineError(*e.args) from None
+    if bad and on_bad == "keep":
+        warnings.warn(f"{len(bad)} bad line(s) echoed unchanged; the first: {bad[0][1]}", stacklevel=2)
+    return FileSummary(*figures, bad, told)
+
+
+def iter_file(
+    path: Union[str, "os.PathLike[str]"],
+    config: Optional[Dict[str, Any]] = None,
+    *,
+    on_bad: str = "keep",
+    binary: bool = False,
+    **keys: Any,
+) -> Iterator[Union[str, bytes]]:
+    """The output lines of a dataset file, each with its terminator (as iterating over
+    a file gives them; ``bytes`` with ``binary=True``), byte-identical to ``rivumi-compact
+    run PATH``. Rust reads, compacts and writes the file on other threads, a few MB ahead
+    of the loop, with the GIL released; memory stays flat whatever the file's size. The
+    configuration and the file are checked when this is called, not at the first line.
+    ``on_bad`` as in :func:`compact_lines`: ``"raise"`` raises :class:`BadLineError` at
+    the bad line, after every line before it; ``"keep"`` warns at the end.
+    """
+    _check_on_bad(on_bad)
+    cfg, profile, input_format = _config(config, keys)
+    lines = _native.file_lines(os.fspath(path), cfg, profile, input_format, on_bad, binary)
+    return _follow(lines, on_bad)
+
+
+def _follow(lines: Any, on_bad: str) -> Iterator[Union[str, bytes]]:
+    try:
+        yield from lines
+    except _native.BadLine as e:
+        raise BadLineError(*e.args) from None
+    if lines.bad and on_bad == "keep":
+        warnings.warn(f"{len(lines.bad)} bad line(s) echoed unchanged; the first: {lines.bad[0][1]}", stacklevel=2)
+
+
+def dataset_map(
+    config: Optional[Dict[str, Any]] = None, *, column: str = "messages", on_bad: str = "raise", **keys: Any
+) -> Callable[[Dict[str, list]], Dict[str, list]]:
     """A function for ``datasets.Dataset.map(fn, batched=True)``: compacts the
     conversations of the ``column`` column of each batch (all at once, on every core)
-    and adds ``rivumi_action`` (what was done to each row)."""
+    and adds what the engine did with each row: ``rivumi_action`` (``none``,
+    ``history_fallback``, ...; ``None`` for a row it rejected), ``rivumi_tokens_before``
+    and ``rivumi_tokens_after``.
+
+    The configuration is checked here, when the function is made. ``on_bad``:
+    ``"raise"`` raises :class:`BadLineError` (the row's index in its batch),
+    ``"keep"`` leaves a rejected row as it was, ``"skip"`` leaves it out of the
+    batch (every column is returned, shortened alike).
+    """
+    _check_on_bad(on_bad)
     cfg, profile, input_format = _config(config, keys)
+    input_format = input_format or "openai"
+    _native.check_config(cfg, profile, input_format)
 
     def fn(batch: Dict[str, list]) -> Dict[str, list]:
-        rows = [json.dumps({"messages": m}, ensure_ascii=False) for m in batch[column]]
-        out, bad = _native.compact_lines(rows, cfg, profile, input_format or "openai")
-        if bad:
+        if column not in batch:
+            raise KeyError(f"the batch has no column {column!r} (columns: {', '.join(map(str, batch))}); name it with column=")
+        conversations = batch[column]
+        if isinstance(conversations, list) and conversations and isinstance(conversations[0], dict):
+            # One row's messages, not a batch of rows: map was called without batched=True.
+            raise TypeError(
+                "dataset_map's function takes a batch of rows: call ds.map(fn, batched=True) "
+                f"(it was given one row: column {column!r} holds its messages)"
+            )
+        rows = [json.dumps({"messages": m}, ensure_ascii=False) for m in conversations]
+        out, bad, figures = _native.compact_lines(rows, cfg, profile, input_format)
+        rejected = dict(bad)
+        if bad and on_bad == "raise":
             raise BadLineError(*bad[0])
-        compacted = [json.loads(line)["messages"] for line in out]
-        return {column: compacted, "rivumi_action": [_action(m) for m in compacted]}
+        compacted = [m if i in rejected else json.loads(line)["messages"] for i, (line, m) in enumerate(zip(out, conversations))]
+        result = dict(batch) if on_bad == "skip" and rejected else {}
+        result[column] = compacted
+        result["rivumi_action"] = [f[0] if f else None for f in figures]
+        result["rivumi_tokens_before"] = [f[1] if f else None for f in figures]
+        result["rivumi_tokens_after"] = [f[2] if f else None for f in figures]
+        if on_bad == "skip" and rejected:
+            result = {k: [v for i, v in enumerate(values) if i not in rejected] for k, values in result.items()}
+        return result
 
     return fn
-
-
-def _action(messages: List[Dict[str, Any]]) -> str:
-    names = [m.get("name", "") for m in messages if isinstance(m, dict)]
-    if "rivumi-history_summary_fallback" in names:
-        return "history_fallback"
-    if "rivumi-pressure_reminder" in names:
-        return "pressure_reminder"
-    return "none"
 
 
 def decide(path: str, config: Optional[Dict[str, Any]] = None, **keys: Any) -> Dict[str, Any]:

@@ -155,3 +155,167 @@ def test_decide_and_replay_read_files():
     assert r["points"] == [json.loads(l) for l in cli("replay", "--json", CASE).stdout.decode().splitlines()[:-1]]
     with pytest.raises(OSError):
         rc.decide(os.path.join(HERE, "no-such-file.jsonl"))
+
+
+def test_compact_lines_results_are_the_engines_own_figures():
+    """Per-row results come from the engine: the action, the tokens before and after
+    that `--provenance` writes for the same rows, a rejected line's message."""
+    lines = rows(12) + ["{not json"]
+    data = "".join(line + "\n" for line in lines).encode()
+    expected = cli("run", "-", "--max-total-tokens", "3000", "--provenance", stdin=data)
+    marked = [json.loads(l) for l in expected.stdout.decode().splitlines()[:-1]]
+    got = rc.compact_lines(lines, results=True, task__max_total_tokens=3000)
+    assert len(got) == 13
+    for row, m in zip(got, marked):
+        p = m["rivumi"]
+        assert (row.action, row.tokens_before, row.tokens_after) == (p["action"], p["tokens_before"], p["tokens_after"])
+        assert row.rejected is None
+    assert {r.action for r in got[:12]} == {"pressure_reminder", "history_fallback"}, [r.action for r in got]
+    fit = rc.compact_lines(lines[:12], results=True, fallback__target_tokens=150)
+    assert all(r.tokens_after <= 150 for r in fit) and any(r.tokens_before > 150 for r in fit)
+    assert [r.tokens_after < r.tokens_before for r in fit] == [r.tokens_before > 150 for r in fit]
+    bad = got[12]
+    assert bad.line == "{not json" and bad.action is None and bad.tokens_before is None
+    assert bad.rejected.startswith("<lines>:13:2: "), bad.rejected
+    assert len(rc.compact_lines(lines, results=True, on_bad="skip", task__max_total_tokens=3000)) == 12
+
+
+def test_an_action_is_named_by_the_engine_never_guessed_from_the_messages():
+    """A conversation runtime's native compaction request reads as
+    `native_compaction_requested` (the package once matched the names of the injected
+    messages, and called it `none`)."""
+    cfg = {"runtime.kind": "conversation", "runtime.native_compaction": True, "runtime.context_window": 2000}
+    got = rc.compact_lines(rows(12), cfg, results=True)
+    actions = {r.action for r in got}
+    assert "native_compaction_requested" in actions, actions
+    fn = rc.dataset_map(cfg)
+    out = fn({"messages": [json.loads(r)["messages"] for r in rows(12)]})
+    assert out["rivumi_action"] == [r.action for r in got]
+    assert out["rivumi_tokens_after"] == [r.tokens_after for r in got]
+
+
+def test_dataset_map_checks_its_configuration_when_made_and_says_batched():
+    with pytest.raises(ValueError, match="unknown configuration key"):
+        rc.dataset_map(task__max_total_token=3000)
+    with pytest.raises(ValueError, match="unknown profile"):
+        rc.dataset_map(profile="claude")
+    with pytest.raises(ValueError, match="on_bad is keep, skip or raise"):
+        rc.dataset_map(on_bad="drop")
+    fn = rc.dataset_map(task__max_total_tokens=3000)
+    one_row = {"messages": json.loads(rows(3)[2])["messages"], "id": 2}
+    with pytest.raises(TypeError, match=r"ds.map\(fn, batched=True\)"):
+        fn(one_row)
+    with pytest.raises(KeyError, match="no column 'messages'"):
+        fn({"conversation": [[]]})
+
+
+def test_dataset_map_on_bad_keeps_skips_or_raises():
+    good = [json.loads(r)["messages"] for r in rows(5)]
+    broken = [{"role": "wizard", "content": "x"}]  # a role the chat format does not have
+    batch = {"messages": good[:2] + [broken] + good[2:], "id": [0, 1, 99, 2, 3, 4]}
+    with pytest.raises(rc.BadLineError) as e:
+        rc.dataset_map(task__max_total_tokens=3000)(batch)
+    assert e.value.index == 2
+    kept = rc.dataset_map(task__max_total_tokens=3000, on_bad="keep")(batch)
+    assert kept["messages"][2] == broken and kept["rivumi_action"][2] is None and len(kept["messages"]) == 6
+    skipped = rc.dataset_map(task__max_total_tokens=3000, on_bad="skip")(batch)
+    assert skipped["id"] == [0, 1, 2, 3, 4] and len(skipped["messages"]) == 5
+    assert skipped["rivumi_action"] == [a for i, a in enumerate(kept["rivumi_action"]) if i != 2]
+
+
+def write_dataset(path, lines):
+    with open(path, "wb") as f:
+        f.write("".join(line + "\n" for line in lines).encode())
+    return str(path)
+
+
+def test_compact_file_writes_what_the_cli_writes(tmp_path):
+    lines = rows(300)
+    lines[40] = "{not json"
+    src = write_dataset(tmp_path / "in.jsonl", lines)
+    expected = cli("run", src, "--max-total-tokens", "3000")
+    out = tmp_path / "out.jsonl"
+    with pytest.warns(UserWarning, match="1 bad line"):
+        summary = rc.compact_file(src, out, task__max_total_tokens=3000)
+    assert out.read_bytes() == expected.stdout
+    assert (summary.lines, summary.bad, summary.blank) == (300, 1, 0)
+    assert summary.changed == sum(1 for a, b in zip(expected.stdout.splitlines(), open(src, "rb").read().splitlines()) if a != b)
+    assert summary.rejected[0][0] == 41 and "in.jsonl:41:2" in summary.rejected[0][1]
+    skipped = rc.compact_file(src, tmp_path / "skipped.jsonl", on_bad="skip", task__max_total_tokens=3000)
+    assert (tmp_path / "skipped.jsonl").read_bytes().count(b"\n") == 299 and skipped.bad == 1
+    # Raised: nothing is written, not even an empty file; an output is never the input.
+    with pytest.raises(rc.BadLineError) as e:
+        rc.compact_file(src, tmp_path / "raised.jsonl", on_bad="raise", task__max_total_tokens=3000)
+    assert e.value.index == 40 and not (tmp_path / "raised.jsonl").exists()
+    with pytest.raises(ValueError, match="is the input"):
+        rc.compact_file(src, src)
+    before = open(src, "rb").read()
+    assert before == "".join(line + "\n" for line in lines).encode(), "the input is untouched"
+
+
+def test_compact_file_refuses_what_is_not_a_dataset_and_reads_compressed_files(tmp_path):
+    import gzip
+
+    with pytest.raises(ValueError, match="not a dataset"):
+        rc.compact_file(CASE, tmp_path / "o.jsonl")
+    with pytest.raises(OSError):
+        rc.compact_file(tmp_path / "missing.jsonl", tmp_path / "o.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="not a dataset"):
+        rc.compact_file(empty, tmp_path / "o.jsonl")
+    gz = tmp_path / "in.jsonl.gz"
+    gz.write_bytes(gzip.compress("".join(line + "\n" for line in rows(20)).encode()))
+    expected = cli("run", str(gz), "--max-total-tokens", "3000")
+    rc.compact_file(gz, tmp_path / "o.jsonl", task__max_total_tokens=3000)
+    assert (tmp_path / "o.jsonl").read_bytes() == expected.stdout
+
+
+def test_iter_file_streams_the_cli_bytes(tmp_path):
+    """More than a few MB, so the engine runs ahead in pieces: the lines come in order
+    with their terminators, as str or bytes."""
+    lines = rows(2000)
+    lines[700] = '{"messages": [broken'
+    src = write_dataset(tmp_path / "in.jsonl", lines)
+    assert os.path.getsize(src) > 3 << 20
+    expected = cli("run", src, "--max-total-tokens", "3000").stdout
+    with pytest.warns(UserWarning, match="1 bad line"):
+        got = list(rc.iter_file(src, task__max_total_tokens=3000))
+    assert "".join(got).encode() == expected and len(got) == 2000 and all(l.endswith("\n") for l in got)
+    assert b"".join(rc.iter_file(src, binary=True, on_bad="skip", task__max_total_tokens=3000)) == b"".join(
+        l + b"\n" for i, l in enumerate(expected.splitlines()) if i != 700)
+    # Raised at the bad line, after every line before it.
+    seen = []
+    with pytest.raises(rc.BadLineError) as e:
+        for line in rc.iter_file(src, on_bad="raise", task__max_total_tokens=3000):
+            seen.append(line)
+    assert e.value.index == 700 and len(seen) == 700 and "in.jsonl:701:" in e.value.message
+    assert "".join(seen).encode() == b"".join(l + b"\n" for l in expected.splitlines()[:700])
+    # Checked when called, not at the first line.
+    with pytest.raises(ValueError, match="unknown configuration key"):
+        rc.iter_file(src, task__max_total_token=3000)
+    with pytest.raises(OSError):
+        rc.iter_file(tmp_path / "missing.jsonl")
+
+
+def test_iter_file_left_early_stops_the_engine(tmp_path):
+    """A loop that breaks off, then another: the engine's threads stop (a pipe closed),
+    nothing hangs, and the file can be read again at once."""
+    src = write_dataset(tmp_path / "in.jsonl", rows(2000))
+    for _ in range(3):
+        it = rc.iter_file(src, task__max_total_tokens=3000)
+        first = next(it)
+        assert first.startswith("{")
+        del it
+    last = list(rc.iter_file(src, task__max_total_tokens=3000))[-1]
+    assert last.endswith("\n")
+
+
+def test_a_line_that_is_not_utf8_comes_back_as_its_bytes(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(rows(1)[0].encode() + b"\n" + b'{"messages": "\xff"}\n')
+    with pytest.warns(UserWarning):
+        got = list(rc.iter_file(src))
+    assert got[1].encode("utf-8", "surrogateescape") == b'{"messages": "\xff"}\n'
+    with pytest.warns(UserWarning):
+        assert list(rc.iter_file(src, binary=True))[1] == b'{"messages": "\xff"}\n'

@@ -88,6 +88,27 @@ pub fn compact_lines(data: &[u8], file: &Path, settings: &Settings, w: &mut dyn 
     Ok(bad)
 }
 
+/// What the engine did with a row it read: the decision, and the row's size before and
+/// after by the configured tokenizer (`tokens_after` is the row as written: the items
+/// that stay and every injected message). Typed values, for callers that report rows
+/// (the Python package) without reading the output back.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub decision: crate::policy::Decision,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+impl Row {
+    fn of(done: &Processed<'_>) -> Row {
+        Row {
+            decision: done.plan.decision.clone(),
+            tokens_before: done.plan.tokens_estimated,
+            tokens_after: done.plan.tokens_after,
+        }
+    }
+}
+
 /// What happened to one dataset line.
 pub enum LineOutcome {
     /// Compacted: the new line.
@@ -145,14 +166,14 @@ pub fn process_line(text: &str, file: &Path, line_no: usize, settings: &Settings
     process_line_decided(text, file, line_no, settings, &mut None)
 }
 
-/// [`process_line`], and the decision taken for the line (left `None` for a blank or
-/// bad line).
+/// [`process_line`], and what was done with the row (left `None` for a blank or bad
+/// line).
 pub fn process_line_decided(
     text: &str,
     file: &Path,
     line_no: usize,
     settings: &Settings,
-    decision: &mut Option<crate::policy::Decision>,
+    decision: &mut Option<Row>,
 ) -> Result<LineOutcome> {
     let mut out = String::new();
     Ok(match process_line_into(text, file, line_no, settings, decision, &mut out)? {
@@ -169,7 +190,7 @@ pub fn process_line_into(
     file: &Path,
     line_no: usize,
     settings: &Settings,
-    decision: &mut Option<crate::policy::Decision>,
+    decision: &mut Option<Row>,
     out: &mut String,
 ) -> Result<Written> {
     if !settings.provenance {
@@ -208,7 +229,7 @@ fn process_row(
     file: &Path,
     line_no: usize,
     settings: &Settings,
-    decision: &mut Option<crate::policy::Decision>,
+    decision: &mut Option<Row>,
     out: &mut String,
     prov: &mut Option<Value>,
 ) -> Result<Written> {
@@ -237,7 +258,7 @@ fn process_row(
                     Written::Changed
                 }
             };
-            *decision = Some(done.plan.decision);
+            *decision = Some(Row::of(&done));
             return Ok(written);
         }
     }
@@ -263,7 +284,7 @@ fn canonical_decided(
     file: &Path,
     line_no: usize,
     settings: &Settings,
-    decision: &mut Option<crate::policy::Decision>,
+    decision: &mut Option<Row>,
     prov: &mut Option<Value>,
 ) -> Result<LineOutcome> {
     if text.trim().is_empty() {
@@ -279,7 +300,7 @@ fn canonical_decided(
         Err(Error::Failed(m)) => return Err(Error::Failed(m)),
         Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
     };
-    *decision = Some(done.plan.decision.clone());
+    *decision = Some(Row::of(&done));
     if settings.provenance {
         *prov = Some(row_provenance(&done, file, line_no));
     }

@@ -380,8 +380,8 @@ impl Piece {
                 Err(column) => Ok(Written::Bad(format!("{}:{n}:{column}: {}", file.display(), crate::error::NOT_UTF8))),
             };
             self.lines += 1;
-            let unreachable = decision.as_ref().and_then(|d: &crate::policy::Decision| {
-                d.reasons.iter().find(|r| r.code == crate::policy::ReasonCode::TargetUnreachable)
+            let unreachable = decision.as_ref().and_then(|d: &crate::dataset::Row| {
+                d.decision.reasons.iter().find(|r| r.code == crate::policy::ReasonCode::TargetUnreachable)
             });
             if let Some(r) = unreachable {
                 self.warnings.push((n, format!("{}:{n}: {}: {}", file.display(), r.code.as_str(), r.message)));

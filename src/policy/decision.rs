@@ -129,7 +129,7 @@ reason_codes! {
     InjectionsLeftOut => "injections_left_out",
         "the pressure reminder and the re-anchor block were left out so that the transcript fits fallback.target_tokens";
     CompactionWouldNotShrink => "compaction_would_not_shrink",
-        "the summary would take as many tokens as the items it replaces, or more: nothing is summarized";
+        "under a size to fit (fallback.target_tokens), the summary would take as many tokens as the items it replaces, or more: nothing is summarized (the budget's fallback applies whenever enough history is eligible)";
 }
 
 impl Serialize for ReasonCode {

@@ -502,8 +502,9 @@ fn fitted(line: &str, n: u64) -> (u64, bool) {
     s.input_format = rivumi_compact::formats::InputFormat::Openai;
     let mut decision = None;
     let out = rivumi_compact::dataset::process_line_decided(line, Path::new("d"), 1, &s, &mut decision).unwrap();
-    let unreachable = decision
-        .is_some_and(|d| d.reasons.iter().any(|r| r.code == rivumi_compact::policy::ReasonCode::TargetUnreachable));
+    let unreachable = decision.is_some_and(|d| {
+        d.decision.reasons.iter().any(|r| r.code == rivumi_compact::policy::ReasonCode::TargetUnreachable)
+    });
     match out {
         rivumi_compact::dataset::LineOutcome::Changed(l) => (row_tokens(&l), unreachable),
         _ => (row_tokens(line), unreachable),
