@@ -20,9 +20,14 @@ FILES=${BENCH_FILES:-10000}
 ROUNDS=${BENCH_ROUNDS:-5}
 OUT=${BENCH_DIR:-bench/out}
 mkdir -p "$OUT"
-cargo build --release --quiet --bin rivumi-compact --example bare_parse
+cargo build --release --quiet --bin rivumi-compact
+# The floors (issue #39): serde_json, sonic-rs and simd-json parsing every line, on one
+# and on two threads. Built apart, for this machine's CPU (`target-cpu=native`, as the
+# SIMD crates ask to use AVX2 and CLMUL): the tool stays the build users get.
+RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR=target/floors \
+  cargo build --release --quiet --features bench-floors --example bare_parse
 BIN=target/release/rivumi-compact
-BARE=target/release/examples/bare_parse
+BARE=target/floors/release/examples/bare_parse
 
 big="$OUT/big-${MB}mb.jsonl"
 [ -f "$big" ] || python3 bench/gen.py big "$big" --mb "$MB"
@@ -47,6 +52,23 @@ spread() { printf '%.3f-%.3f' "${MIN[$1]}" "${MAX[$1]}"; }
 mrow() { row "$1" "$(secs "${MED[$2]}")" "$(spread "$2")" "$(secs "${SYS[$2]}")" "$3" "$4"; }
 peak_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
 header() { row "measure" "median s" "min-max" "sys s" "ratio" "target"; }
+# floors PREFIX: the rows of the parser floors measured as PREFIX_bare2, _sonic1 ... (ratio
+# to the one-thread serde floor PREFIX_bare).
+floors() {
+  local p=$1 k
+  for k in bare2:"serde_json, 2 threads" sonic1:"sonic-rs, 1 thread" sonic2:"sonic-rs, 2 threads" \
+      simd1:"simd-json tape, 1 thread" simd2:"simd-json tape, 2 threads"; do
+    mrow "  floor: ${k#*:}" "${p}_${k%%:*}" "$(ratio "${MED[${p}_${k%%:*}]}" "${MED[${p}_bare]}")" ""
+  done
+}
+# vs_floors PREFIX NAME TARGET: NAME's ratio to every floor, on one line.
+vs_floors() {
+  local p=$1 n=$2 k out=""
+  for k in bare:serde1 bare2:serde2 sonic1:sonic1 sonic2:sonic2 simd1:simd1 simd2:simd2; do
+    out+=" ${k#*:} $(ratio "${MED[$n]}" "${MED[${p}_${k%%:*}]}")"
+  done
+  echo "    $n vs floors:$out${3:+ (target: $3)}"
+}
 
 venv="$OUT/venv"
 python_env() {
@@ -78,6 +100,11 @@ dataset_bench() {
   python_env
   local cmds=(
     "ds_bare=$BARE $agents"
+    "ds_bare2=$BARE --threads 2 $agents"
+    "ds_sonic1=$BARE --parser sonic $agents"
+    "ds_sonic2=$BARE --parser sonic --threads 2 $agents"
+    "ds_simd1=$BARE --parser simd-json $agents"
+    "ds_simd2=$BARE --parser simd-json --threads 2 $agents"
     "ds_most=$BIN run $agents --max-total-tokens 3000"
     "ds_none=$BIN run $agents --max-total-tokens 100000000"
     "ds_most1=$BIN run $agents --max-total-tokens 3000 --jobs 1"
@@ -101,8 +128,11 @@ dataset_bench() {
   echo "dataset: $agents, $(( $(stat -c %s "$agents") / 1000000 )) MB, $(wc -l < "$agents") agent trajectories; medians of $ROUNDS interleaved rounds${BEFORE:+, each right after jq} (LangChain 1 round); $(nproc) cores"
   header
   mrow "bare serde_json IgnoredAny parse" ds_bare "1.00" ""
+  floors ds
   mrow "dataset mode, every line compacts" ds_most "$(ratio "${MED[ds_most]}" "${MED[ds_bare]}")" "<= 1.0"
+  vs_floors ds ds_most "<= 1.0 (2-thread SIMD)"
   mrow "dataset mode, no line compacts" ds_none "$(ratio "${MED[ds_none]}" "${MED[ds_bare]}")" "<= 1.0"
+  vs_floors ds ds_none ""
   mrow "python json.loads + json.dumps (vs compacting)" ds_py "$(ratio "${MED[ds_py]}" "${MED[ds_most]}")" ">= 3"
   if [ -n "$have_lc" ]; then
     mrow "langchain trim_messages (vs compacting)" ds_lc "$(ratio "${MED[ds_lc]}" "${MED[ds_most]}")" ">= 15"
@@ -189,7 +219,10 @@ fi
 
 size=$(stat -c %s "$big")
 measure "run=$BIN run $big" "bare=$BARE $big" "jq=jq -c . $big" "py=python3 bench/minimal.py $big /dev/null" \
-  "step=$BIN run $small"
+  "step=$BIN run $small" "c_bare2=$BARE --threads 2 $big" "c_sonic1=$BARE --parser sonic $big" \
+  "c_sonic2=$BARE --parser sonic --threads 2 $big" "c_simd1=$BARE --parser simd-json $big" \
+  "c_simd2=$BARE --parser simd-json --threads 2 $big"
+MED[c_bare]=${MED[bare]}
 rss=$(peak_kb "$BIN" run "$big")
 rm -rf "$OUTMANY/o1" "$OUTMANY/o2" "$OUTMANY/oa" "$OUTMANY/ob"
 "$BIN" run "$many" --out-dir "$OUTMANY/o1" > /dev/null 2>&1   # warm the page cache
@@ -212,8 +245,10 @@ rss_ds10=$(peak_kb "$BIN" run "$ds10" --max-total-tokens 3000)
 
 echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; medians of $ROUNDS interleaved rounds${BEFORE:+, each right after jq}; $(nproc) cores"
 header
-mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")" "<= 1.0"
+mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")" "<= 0.4"
+vs_floors c run "<= 0.4 serde1, <= 1.0 SIMD"
 mrow "bare serde_json IgnoredAny parse" bare "1.00" ""
+floors c
 mrow "jq -c . (vs run)" jq "$(ratio "${MED[jq]}" "${MED[run]}")" ">= 15"
 mrow "python json.loads + write (vs run)" py "$(ratio "${MED[py]}" "${MED[run]}")" ">= 4"
 mrow "run, a tenth of the size (10x step)" step "$(ratio "${MED[run]}" "${MED[step]}")" "<= 11"

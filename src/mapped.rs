@@ -2,17 +2,23 @@
 //! another program has just left (the way users run the tool), faulting in and zeroing
 //! a fresh buffer the size of the input cost most of a large run's time.
 //!
-//! A mapped file that another process shrinks while it is read would kill the process
-//! with SIGBUS (the pages past the new end are gone). The handler here puts zero pages
-//! over the rest of that mapping instead, marks the mapping, and lets the read go on;
-//! the input is then reported as changed while it was read, nothing made from it is
-//! committed (every atomic output checks [`check_current`] first), and a batch goes on
+//! The mapping is memmap2's `map`: read-only and *shared*. Another process that writes
+//! to the file while it is read changes the bytes under the tool (the caveat of every
+//! tool that maps its inputs; ripgrep maps files under it too), and one that shrinks it
+//! would kill the process with SIGBUS (the pages past the new end are gone). The handler
+//! here puts zero pages over the rest of that mapping instead, marks the mapping, and
+//! lets the read go on; a write in place is seen by the file's size and modification
+//! time, taken when it was mapped and compared again before anything made from it is
+//! kept. Either way the input is reported as changed while it was read, nothing made
+//! from it is committed (every atomic output checks [`check_current`] first; stdout
+//! checks [`Mapped::intact`] before the run says it succeeded), and a batch goes on
 //! with its other files. `RIVUMI_MMAP=0` reads every input into memory instead.
 
 use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::SystemTime;
 
 /// Mappings open at once that the handler knows (one per job in a batch); past that,
 /// an input is read instead of mapped.
@@ -27,6 +33,34 @@ struct Slot {
 #[allow(clippy::declare_interior_mutable_const)] // the initializer of each slot
 const FREE: Slot = Slot { start: AtomicUsize::new(0), len: AtomicUsize::new(0), shrank: AtomicBool::new(false) };
 static TABLE: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// What each slot's file was when it was mapped: itself, its size and its modification
+/// time (never touched by the signal handler, so behind a lock).
+static STAMPS: [Mutex<Option<Stamp>>; SLOTS] = [const { Mutex::new(None) }; SLOTS];
+
+struct Stamp {
+    file: std::fs::File,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(file: &std::fs::File) -> Option<Stamp> {
+        let meta = file.metadata().ok()?;
+        Some(Stamp { file: file.try_clone().ok()?, len: meta.len(), modified: meta.modified().ok() })
+    }
+
+    /// Whether the file is not what it was: another size, another modification time.
+    fn moved(&self) -> bool {
+        self.file.metadata().map_or(true, |m| m.len() != self.len || m.modified().ok() != self.modified)
+    }
+}
+
+/// Whether a slot's file shrank (the handler said so) or was written since it was mapped.
+fn changed_since(slot: usize) -> bool {
+    TABLE[slot].shrank.load(Ordering::SeqCst)
+        || STAMPS[slot].lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(Stamp::moved)
+}
 
 /// The action SIGBUS had before ours, restored for a fault that is not in a mapping.
 static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
@@ -62,9 +96,14 @@ impl Mapped {
         if len == 0 || !install() {
             return None;
         }
-        // SAFETY: the mapping is read-only and private; the one way its bytes can go
-        // away under us (another process shrinking the file) is caught by the handler,
-        // which maps zero pages in their place and marks the slot.
+        // What the file is before it is mapped: a write after this shows in its stamp.
+        let stamp = Stamp::of(file)?;
+        // SAFETY: the mapping is read-only and shared (memmap2's `map`). Its bytes can
+        // change under us only through another process: a shrink is caught by the
+        // handler (zero pages mapped in place of the lost ones, the slot marked), and a
+        // write in place by the stamp; either way nothing made from the bytes is kept
+        // (see the module's comment). What is read meanwhile is plain bytes: the parser
+        // checks every one (UTF-8, JSON) and keeps no reference past the mapping.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }.ok()?;
         let start = map.as_ptr() as usize;
         let slot = TABLE
@@ -72,6 +111,7 @@ impl Mapped {
             .position(|s| s.start.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst).is_ok())?;
         TABLE[slot].shrank.store(false, Ordering::SeqCst);
         TABLE[slot].len.store(len, Ordering::SeqCst);
+        *STAMPS[slot].lock().unwrap_or_else(PoisonError::into_inner) = Some(stamp);
         let mapped = Mapped { map, slot };
         // Shorter already than when it was opened: read it instead (it gives the error).
         if file.metadata().map_or(true, |m| m.len() < len as u64) {
@@ -84,9 +124,10 @@ impl Mapped {
         &self.map
     }
 
-    /// `Err` when the file shrank while it was mapped (its bytes are then not the file's).
+    /// `Err` when the file shrank or was written while it was mapped (its bytes are then
+    /// not the file's, or not all of one version of it).
     pub fn intact(&self) -> io::Result<()> {
-        if TABLE[self.slot].shrank.load(Ordering::SeqCst) {
+        if changed_since(self.slot) {
             return Err(changed());
         }
         Ok(())
@@ -109,19 +150,23 @@ impl Mapped {
 impl Drop for Mapped {
     fn drop(&mut self) {
         // The slot is given up before the mapping goes (fields drop after this).
+        *STAMPS[self.slot].lock().unwrap_or_else(PoisonError::into_inner) = None;
         TABLE[self.slot].len.store(0, Ordering::SeqCst);
         TABLE[self.slot].start.store(0, Ordering::SeqCst);
     }
 }
 
 fn changed() -> io::Error {
-    io::Error::other("the file changed while it was read (another process shrank it): nothing made from it is kept")
+    io::Error::other(
+        "the file changed while it was read (another process shrank it or wrote to it): nothing made from it is kept",
+    )
 }
 
-/// `Err` when the input this thread is processing is mapped and shrank meanwhile.
+/// `Err` when the input this thread is processing is mapped and shrank or was written
+/// meanwhile.
 pub fn check_current() -> io::Result<()> {
     match CURRENT.with(Cell::get) {
-        Some(slot) if TABLE[slot].shrank.load(Ordering::SeqCst) => Err(changed()),
+        Some(slot) if changed_since(slot) => Err(changed()),
         _ => Ok(()),
     }
 }

@@ -123,3 +123,42 @@ fn the_review_commands_in_the_docs_run_as_written() {
     let o = crate::support::cmd().current_dir(dir.path()).args(["check", "testdata/check"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
+
+/// The code cites the spec as "SPEC N": docs/spec.md holds it, equal to the copy kept
+/// current beside the project (its comment at the top aside). A spec that moves on fails
+/// here until the copy follows.
+#[test]
+#[cfg_attr(shared_spec_absent, ignore = "../shared/SPEC.md is absent")]
+fn the_spec_in_the_docs_is_the_current_one() {
+    let ours = std::fs::read_to_string(root().join("docs/spec.md")).expect("docs/spec.md is committed");
+    let body = ours.split_once("-->\n").map(|(_, b)| b).expect("docs/spec.md opens with its comment");
+    let current = std::fs::read_to_string(root().join("../shared/SPEC.md")).expect("../shared/SPEC.md");
+    assert!(body == current, "docs/spec.md is not ../shared/SPEC.md: copy it again below the comment");
+    // Every "SPEC N" the code cites is a section of it.
+    let sections: Vec<String> =
+        body.lines().filter_map(|l| l.strip_prefix("## ")?.split('.').next().map(str::to_string)).collect();
+    for dir in ["src", "tests/it", "python/src"] {
+        for entry in walk(&root().join(dir)) {
+            let text = std::fs::read_to_string(&entry).unwrap_or_default();
+            for (at, _) in text.match_indices("SPEC ") {
+                let n: String = text[at + 5..].chars().take_while(char::is_ascii_digit).collect();
+                if !n.is_empty() {
+                    assert!(sections.contains(&n), "{}: SPEC {n} is no section of docs/spec.md", entry.display());
+                }
+            }
+        }
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out
+}

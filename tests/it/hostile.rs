@@ -5,6 +5,7 @@
 
 use crate::support::{cmd, path_str, root, run, stderr, stdout};
 use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -552,26 +553,31 @@ fn a_full_disk_leaves_nothing_partial() {
         .unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot write to standard output"), "{}", stderr(&o));
-    // A small filesystem for --out-dir, when this machine lets the test mount one.
+    // A file size limit (RLIMIT_FSIZE, SIGXFSZ ignored, so a write past it fails with
+    // EFBIG as a full disk fails it) for --out-dir: no mount, so it runs everywhere.
     let dir = tempfile::tempdir().unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs", path_str(dir.path())])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("a_full_disk_leaves_nothing_partial: skipped the --out-dir part: cannot mount a tmpfs here");
-        return;
-    }
-    let big = tempfile::tempdir().unwrap();
-    let input = big.path().join("big.jsonl");
+    let input = dir.path().join("big.jsonl");
     let line = r#"{"type":"message","id":"mID","turn":"t","role":"user","content":"text"}"#;
     std::fs::write(&input, (0..5000).map(|k| format!("{}\n", line.replace("ID", &k.to_string()))).collect::<String>())
         .unwrap();
-    let o = run(&["run", path_str(&input), "--out-dir", path_str(&dir.path().join("out"))]);
-    let listing = files(dir.path());
-    let _ = Command::new("umount").arg(dir.path()).status();
+    let out = dir.path().join("out");
+    let mut c = Command::new(bin());
+    c.args(["run", path_str(&input), "--out-dir", path_str(&out)]);
+    // SAFETY: setrlimit and signal are async-signal-safe, as a pre_exec closure must be.
+    unsafe {
+        c.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 64 << 10, rlim_max: 64 << 10 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &raw const limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let o = c.output().unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("File too large"), "the limit was hit: {}", stderr(&o));
+    let listing = files(&out);
     assert!(listing.is_empty(), "{listing:?}");
 }
 

@@ -64,3 +64,28 @@ fn a_mapped_input_that_shrinks_is_reported_and_the_batch_goes_on() {
     assert!(std::str::from_utf8(last).unwrap().contains("\"type\":\"message\""), "ends with a whole record");
     assert_eq!(std::fs::metadata(&big).unwrap().len(), 100, "the hook did shrink it");
 }
+
+/// A write in place that keeps the size (a SIGBUS never comes) is seen too: the file's
+/// modification time moved while it was mapped, so nothing made from it is kept.
+#[test]
+fn a_mapped_input_written_in_place_is_reported_and_nothing_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    large_transcript(&big);
+    let size = std::fs::metadata(&big).unwrap().len();
+    // Same bytes written over the first ones: only the modification time tells.
+    let hook = format!("sleep 0.05; dd if={0} of={0} bs=16 count=1 conv=notrunc status=none", path_str(&big));
+    let out = dir.path().join("out");
+    let o =
+        cmd().args(["run", path_str(&big), "--out-dir", path_str(&out), "--pre-compact-hook", &hook]).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "its only input failed: {err}");
+    assert!(err.contains("big.jsonl: cannot read: the file changed while it was read"), "{err}");
+    assert!(!out.join("big").exists(), "no folder for it: {err}");
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), size, "the hook kept its size");
+
+    // Untouched, the same run keeps its output.
+    let o = cmd().args(["run", path_str(&big), "--out-dir", path_str(&out)]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("big/transcript.jsonl").is_file());
+}
