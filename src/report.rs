@@ -111,12 +111,18 @@ pub fn turn_rows(done: &Processed<'_>) -> Vec<TurnRow> {
 
 /// `decide --json`: the decision with its per-turn rows.
 pub fn decision_with_turns(done: &Processed<'_>) -> String {
+    let mut s = serde_json::to_string_pretty(&decision_value(done)).expect("a value serializes");
+    s.push('\n');
+    s
+}
+
+/// The decision with its record counts and per-turn rows, as a value (a caller adds its
+/// own keys before printing it).
+pub fn decision_value(done: &Processed<'_>) -> serde_json::Value {
     let mut v = serde_json::to_value(&done.plan.decision).expect("a decision serializes");
     v["records"] = serde_json::to_value(&done.accounting).expect("counts serialize");
     v["turns"] = serde_json::to_value(turn_rows(done)).expect("rows serialize");
-    let mut s = serde_json::to_string_pretty(&v).expect("a value serializes");
-    s.push('\n');
-    s
+    v
 }
 
 /// Ids longer than this are left out of a row's label (the ordinal always leads).

@@ -70,8 +70,7 @@ fn rows(args: &DecideArgs, input: &Input, settings: &Settings, format: InputForm
 fn render(args: &DecideArgs, n: usize, shown: &str, done: &Processed<'_>) -> String {
     match (args.line.is_some(), args.json) {
         (true, true) => {
-            let mut v: serde_json::Value =
-                serde_json::from_str(&crate::report::decision_with_turns(done)).expect("a decision is JSON");
+            let mut v = crate::report::decision_value(done);
             v.as_object_mut().expect("an object").shift_insert(0, "line".into(), serde_json::json!(n));
             format!("{}\n", serde_json::to_string_pretty(&v).expect("a decision serializes"))
         }

@@ -26,10 +26,8 @@ pub fn from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let messages: Vec<Value> = steps(t, &done.plan, walk)
         .into_iter()
         .filter_map(|step| match step {
-            Step::Kept(i) => {
-                let k = t.items[i].id.strip_prefix('m').and_then(|k| k.parse::<usize>().ok());
-                k.and_then(|k| originals.get(k)).cloned()
-            }
+            // The importer writes message k of the row as canonical record k.
+            Step::Kept(i) => originals.get(t.items[i].record).cloned(),
             Step::Injected(m) => Some(chat_message(m)),
             Step::Event(_) | Step::Record(_) => None,
         })
