@@ -23,22 +23,23 @@
 //! [`signals`] and [`batch`] (clean stops, many inputs, ordered parallel maps),
 //! [`mapped`] (large inputs mapped, and what happens when one shrinks).
 //!
-//! The layers, from the bottom. A module uses only modules of its own layer or of the
-//! layers below it, and no two modules use each other (`tests/it/layers.rs` reads this
-//! table and fails on any other edge):
+//! The layers, from the bottom, are the crates of the workspace (`crates/`); each depends
+//! on the one below it only, so the compiler holds the direction, and re-exports the
+//! modules of the crates below it, so `crate::` paths read the same in every crate. This
+//! crate re-exports them all and adds the edge:
 //!
-//! | layer | modules |
-//! |---|---|
-//! | leaf | error, ui, text, scan, signals, batch, mapped |
-//! | read | source, transcript, formats, inputs |
-//! | configure | config |
-//! | measure | tokens |
-//! | re-anchor | render, reanchor |
-//! | decide | policy |
-//! | apply | hooks, engine |
-//! | write | resume, output, report |
-//! | modes | stats, dataset, replay, chart, check, validate |
-//! | edge | cli |
+//! | layer | crate | modules |
+//! |---|---|---|
+//! | leaf | `rivumi-leaf` | error, ui, text, scan, signals, batch, mapped |
+//! | read | `rivumi-read` | source, transcript, formats, inputs |
+//! | configure | `rivumi-config` | config |
+//! | measure | `rivumi-tokens` | tokens |
+//! | re-anchor | `rivumi-render` | render, reanchor |
+//! | decide | `rivumi-policy` | policy |
+//! | apply | `rivumi-engine` | hooks, engine |
+//! | write | `rivumi-write` | resume, output, report |
+//! | modes | `rivumi-modes` | stats, dataset, replay, chart, check, validate |
+//! | edge | `rivumi-compact` | cli |
 //!
 //! A library caller builds a typed configuration and processes bytes:
 //!
@@ -54,31 +55,9 @@
 //! assert_eq!(done.plan.decision.used, Some(95));
 //! ```
 
-pub mod batch;
-pub mod chart;
-pub mod check;
+pub use rivumi_modes::{
+    batch, chart, check, config, dataset, engine, error, formats, hooks, inputs, mapped, output, policy, reanchor,
+    render, replay, report, resume, scan, signals, source, stats, text, tokens, transcript, ui, validate,
+};
+
 pub mod cli;
-pub mod config;
-pub mod dataset;
-pub mod engine;
-pub mod error;
-pub mod formats;
-pub mod hooks;
-pub mod inputs;
-pub mod mapped;
-pub mod output;
-pub mod policy;
-pub mod reanchor;
-pub mod render;
-pub mod replay;
-pub mod report;
-pub mod resume;
-pub mod scan;
-pub mod signals;
-pub mod source;
-pub mod stats;
-pub mod text;
-pub mod tokens;
-pub mod transcript;
-pub mod ui;
-pub mod validate;

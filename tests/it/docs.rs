@@ -137,7 +137,7 @@ fn the_spec_in_the_docs_is_the_current_one() {
     // Every "SPEC N" the code cites is a section of it.
     let sections: Vec<String> =
         body.lines().filter_map(|l| l.strip_prefix("## ")?.split('.').next().map(str::to_string)).collect();
-    for dir in ["src", "tests/it", "python/src"] {
+    for dir in ["src", "crates", "tests/it", "python/src"] {
         for entry in walk(&root().join(dir)) {
             let text = std::fs::read_to_string(&entry).unwrap_or_default();
             for (at, _) in text.match_indices("SPEC ") {

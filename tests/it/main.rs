@@ -14,7 +14,6 @@ mod golden;
 mod hooks;
 mod hostile;
 mod hostile_surfaces;
-mod layers;
 mod mapped;
 mod names;
 mod properties;

@@ -1,4 +1,4 @@
-//! Large inputs are mapped (src/mapped.rs): a file that another process shrinks while
+//! Large inputs are mapped (crates/leaf/src/mapped.rs): a file that another process shrinks while
 //! the tool reads it is reported as changed, nothing made of it is committed, and the
 //! batch goes on. The shrinking is done by a pre-compact hook, which runs after the
 //! input was parsed and before the kept records are copied out of it.

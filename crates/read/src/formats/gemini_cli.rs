@@ -532,12 +532,12 @@ fn is_snapshot(m: &Value) -> bool {
 /// What a write-back needs of a session: the metadata and messages of a session of
 /// the older single-document shape (`None` for JSON Lines), and the message each item
 /// was read from, by item id.
-pub(crate) struct Sources {
+pub struct Sources {
     pub document: Option<(Map<String, Value>, Vec<Value>)>,
     pub by_item: HashMap<String, Value>,
 }
 
-pub(crate) fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
+pub fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
     let mut st = State::default();
     let document = if is_document(raw) {
         let doc = json_document(raw, file)?;

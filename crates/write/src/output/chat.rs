@@ -81,7 +81,7 @@ fn chat_item(t: &crate::transcript::Transcript<'_>, i: usize) -> Value {
 }
 
 /// An injected message as a chat message.
-pub(crate) fn chat_message(m: &Message) -> Value {
+pub fn chat_message(m: &Message) -> Value {
     json!({"role": "user", "name": format!("{NAME_PREFIX}{}", m.kind.as_str()), "content": m.content})
 }
 
@@ -94,7 +94,7 @@ fn chat_message_text(m: &Message) -> String {
 }
 
 /// [`chat_message_text`], appended to `out`.
-pub(crate) fn push_chat_message(out: &mut String, m: &Message) {
+pub fn push_chat_message(out: &mut String, m: &Message) {
     out.push_str("{\"role\":\"user\",\"name\":");
     crate::text::push_json_str(out, &format!("{NAME_PREFIX}{}", m.kind.as_str()));
     out.push_str(",\"content\":");

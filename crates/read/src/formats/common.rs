@@ -2,7 +2,7 @@
 //! building canonical records.
 
 use crate::error::{Error, Result};
-pub(crate) use crate::transcript::text_of;
+pub use crate::transcript::text_of;
 use crate::transcript::{Accounting, Skip};
 use serde_json::{json, Map, Value};
 use std::path::Path;

@@ -320,7 +320,7 @@ fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterm
     Error::bad_line(file, line, column, what)
 }
 
-pub(crate) fn link_results(t: &mut Transcript<'_>) {
+pub fn link_results(t: &mut Transcript<'_>) {
     // Sized once: a map grown by doubling leaves the memory of every smaller one behind.
     t.call_owner.reserve(t.items.iter().map(|i| i.calls().len()).sum());
     for i in 0..t.items.len() {

@@ -92,8 +92,8 @@ impl Settings {
     /// a threshold outside (0, 1]) is an error naming its key, as it would be in a file.
     ///
     /// ```
-    /// use rivumi_compact::config::{Config, Task};
-    /// use rivumi_compact::engine::Settings;
+    /// use rivumi_engine::config::{Config, Task};
+    /// use rivumi_engine::engine::Settings;
     /// let cfg = Config { task: Task { max_total_tokens: Some(100_000) }, ..Config::default() };
     /// let settings = Settings::from_config(&cfg).unwrap();
     /// let zero = Config { task: Task { max_total_tokens: Some(0) }, ..Config::default() };

@@ -1,10 +1,10 @@
 //! Source formats: detection and the importers that map each into canonical JSONL
 //! (with a `session` record carrying the importer's configuration layer).
 
-pub(crate) mod claude_code;
+pub mod claude_code;
 mod codex;
-pub(crate) mod common;
-pub(crate) mod gemini_cli;
+pub mod common;
+pub mod gemini_cli;
 pub mod models;
 pub mod openai;
 pub mod openhands;

@@ -32,7 +32,7 @@ const NOT_MODEL_VISIBLE: &[&str] = &[
 
 /// The suffix of the ids of items a compaction kept in the new context (its preserved
 /// segment), restated after the compaction as Codex restates its replacement history.
-pub(crate) const PRESERVED: &str = "~preserved";
+pub const PRESERVED: &str = "~preserved";
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let lines = json_lines(raw, file)?;
@@ -105,7 +105,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
 }
 
 /// Whether a file is a sub-agent's own thread: it has messages, all of them sidechain.
-pub(crate) fn is_sidechain_file(records: &[&Value]) -> bool {
+pub fn is_sidechain_file(records: &[&Value]) -> bool {
     !records.iter().any(|r| is_message(r) && !is_sidechain(r))
         && records.iter().any(|r| is_message(r) && is_sidechain(r))
 }
@@ -121,7 +121,7 @@ fn is_sidechain(r: &Value) -> bool {
 /// A record logged again when a session was resumed: the same uuid, the same parent
 /// and the same message as its first copy (only the session, the time and such
 /// bookkeeping differ).
-pub(crate) fn relogged(first: &Value, again: &Value) -> bool {
+pub fn relogged(first: &Value, again: &Value) -> bool {
     ["parentUuid", "type", "message", "toolUseResult", "subtype", "content"]
         .iter()
         .all(|k| first.get(k) == again.get(k))
@@ -305,7 +305,7 @@ fn rendered(r: &Value) -> Vec<String> {
 /// Marks the records of the main thread: the path from the last record to the root
 /// (crossing compact boundaries through `logicalParentUuid`), plus the other records of
 /// the same API messages and the results of the calls on it.
-pub(crate) fn main_thread(records: &[&Value], sidechain_file: bool) -> Vec<bool> {
+pub fn main_thread(records: &[&Value], sidechain_file: bool) -> Vec<bool> {
     let uuid_at: HashMap<&str, usize> =
         records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
     let mut on = vec![false; records.len()];

@@ -11,7 +11,7 @@ pub use accounting::{Accounting, Skip};
 pub use event::Event;
 
 pub use content::{item_text, item_text_for_preview, text_of, text_of_json, EntryText};
-pub(crate) use reader::link_results;
+pub use reader::link_results;
 pub use reader::parse;
 
 use rustc_hash::FxHashMap as HashMap;

@@ -60,7 +60,7 @@ pub fn compacts(done: &Processed<'_>) -> bool {
 
 /// The compacted context: what follows the new boundary, in order, and the figures of
 /// the compaction.
-pub(crate) struct Compaction<'p> {
+pub struct Compaction<'p> {
     /// The kept items and injected messages (no event: neither agent records ours).
     pub steps: Vec<Step<'p>>,
     /// The text that replaced the removed history.
@@ -104,7 +104,7 @@ impl<'p> Compaction<'p> {
 
 /// A uuid (version 4 layout) derived from `parts`: fresh for every copied record, and
 /// the same for the same input, so that outputs can be pinned.
-pub(crate) fn derived_uuid(parts: &[&str]) -> String {
+pub fn derived_uuid(parts: &[&str]) -> String {
     let mut a: u64 = 0xcbf2_9ce4_8422_2325;
     let mut b: u64 = 0x8422_2325_cbf2_9ce4;
     for p in parts {

@@ -1,0 +1,9 @@
+//! rivumi-compact, the configure layer: typed configuration layers (defaults < session < file < flags).
+//!
+//! One layer of the workspace (see the `rivumi-compact` crate doc): it depends on the crate
+//! below it only, and re-exports that crate's modules so that `crate::` paths read the same
+//! in every layer.
+
+pub use rivumi_read::{batch, error, formats, inputs, mapped, scan, signals, source, text, transcript, ui};
+
+pub mod config;
