@@ -247,7 +247,7 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
     let mut proposal = policy::propose(&t, &config, &opts);
     if !settings.dry_run {
         if let (Some(_), Some(cmd)) = (proposal.compaction(), &config.hooks.pre_compact) {
-            let payload = hook_payload("pre_compact", proposal.decision(), name, Value::Null);
+            let payload = hook_payload("pre_compact", proposal.decision(), name, None);
             if let Verdict::Deny(reason) =
                 hooks::pre_compact(cmd, &payload, config.hooks.timeout_secs).map_err(Error::Failed)?
             {
@@ -286,9 +286,9 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
 
 /// Runs the user's summarizer on the removed turns (canonical records as a JSON array).
 fn summarize(cmd: &str, t: &Transcript<'_>, items: &[usize], timeout: u64) -> Result<String> {
-    let records: Vec<Value> =
-        items.iter().map(|&i| serde_json::from_str(t.line_text(t.items[i].record)).unwrap_or(Value::Null)).collect();
-    let input = Value::Array(records).to_string();
+    // The records as they are in the input (each one JSON object, checked when read).
+    let records: Vec<&str> = items.iter().map(|&i| t.line_text(t.items[i].record).trim()).collect();
+    let input = format!("[{}]", records.join(","));
     let done =
         hooks::run_command(cmd, input.as_bytes(), timeout).map_err(|e| Error::Failed(format!("summarizer: {e}")))?;
     match done.code {
@@ -321,7 +321,7 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
     if !compacted && completion.is_none() {
         return;
     }
-    let event = completion.as_deref().map_or(Value::Null, |id| completion_event(t, id));
+    let event = completion.as_deref().and_then(|id| completion_event(t, id));
     let payload = hook_payload("post_compact", &plan.decision, name, event);
     // The failure's words (with the command, maybe an absolute path) go to stderr; the
     // journal keeps only the outcome, so it stays free of paths.
@@ -340,24 +340,40 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
     }
 }
 
-/// The `compaction_completed` event record with this id, as JSON.
-fn completion_event(t: &Transcript<'_>, id: &str) -> Value {
+/// The `compaction_completed` event record with this id, as it is in the input.
+fn completion_event<'a>(t: &Transcript<'a>, id: &str) -> Option<&'a str> {
     let is_it = |r: &&transcript::Record<'_>| matches!(&r.kind, RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) && e.id.as_deref() == Some(id));
-    let Some(at) = t.records.iter().rposition(|r| is_it(&r)) else { return Value::Null };
-    serde_json::from_str(t.line_text(at)).unwrap_or(Value::Null)
+    let at = t.records.iter().rposition(|r| is_it(&r))?;
+    Some(t.line_text(at).trim())
 }
 
-fn hook_payload(hook: &str, decision: &Decision, name: &Path, event: Value) -> Value {
-    let transcript = if name == Path::new("-") { Value::Null } else { json!(name.display().to_string()) };
-    json!({
-        "hook": hook,
-        "trigger": decision.trigger,
-        "path": decision.path,
-        "action": decision.action.as_str(),
-        "transcript": transcript,
-        "decision": decision,
-        "event": event,
-    })
+/// What a pre- or post-compact hook reads on its standard input (SPEC 7).
+#[derive(serde::Serialize)]
+struct HookPayload<'a> {
+    hook: &'a str,
+    trigger: &'a policy::Trigger,
+    path: &'a policy::PressurePath,
+    action: &'a str,
+    /// The transcript's path; null for standard input.
+    transcript: Option<String>,
+    decision: &'a Decision,
+    /// The completed lifecycle's event record, as the input holds it (checked when read).
+    event: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The payload as the JSON text the hook reads.
+fn hook_payload(hook: &str, decision: &Decision, name: &Path, event: Option<&str>) -> String {
+    let event = event.map(|e| serde_json::from_str::<&serde_json::value::RawValue>(e).expect("a record is JSON"));
+    let payload = HookPayload {
+        hook,
+        trigger: &decision.trigger,
+        path: &decision.path,
+        action: decision.action.as_str(),
+        transcript: (name != Path::new("-")).then(|| name.display().to_string()),
+        decision,
+        event,
+    };
+    serde_json::to_string(&payload).expect("a payload serializes")
 }
 
 /// A conversation figure above the context window is not a full context: the window is

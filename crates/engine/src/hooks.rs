@@ -107,8 +107,8 @@ fn drain(mut pipe: impl Read + Send + 'static) -> Drained {
 
 /// Runs a pre-compact hook: exit 0 allows unless stdout says `{"decision":"deny"}`;
 /// exit 2 denies with stderr as the reason; anything else is a failure.
-pub fn pre_compact(cmd: &str, payload: &Value, timeout_secs: u64) -> Result<Verdict, String> {
-    let f = run_command(cmd, payload.to_string().as_bytes(), timeout_secs)?;
+pub fn pre_compact(cmd: &str, payload: &str, timeout_secs: u64) -> Result<Verdict, String> {
+    let f = run_command(cmd, payload.as_bytes(), timeout_secs)?;
     match f.code {
         Some(0) => Ok(json_verdict(&f.stdout)),
         Some(2) => Ok(Verdict::Deny(first_line(&f.stderr, "denied by exit code 2"))),
@@ -131,8 +131,8 @@ fn json_verdict(stdout: &str) -> Verdict {
 }
 
 /// Runs a post-compact hook; an error is reported as a warning by the caller.
-pub fn post_compact(cmd: &str, payload: &Value, timeout_secs: u64) -> Result<(), String> {
-    let f = run_command(cmd, payload.to_string().as_bytes(), timeout_secs)?;
+pub fn post_compact(cmd: &str, payload: &str, timeout_secs: u64) -> Result<(), String> {
+    let f = run_command(cmd, payload.as_bytes(), timeout_secs)?;
     match f.code {
         Some(0) => Ok(()),
         Some(c) => {

@@ -9,9 +9,8 @@
 use crate::config::{Config, Estimator, EvaluateAt, RuntimeKind, Setting};
 use crate::policy::{CumulativeUsage, Event, Figure, Occupancy, PressurePath};
 use crate::tokens;
-use crate::transcript::{RecordKind, Synthetic, Transcript};
+use crate::transcript::{EventRef, RecordKind, Synthetic, Transcript};
 use serde::Serialize;
-use serde_json::Value;
 
 /// One evaluation point.
 #[derive(Debug, Clone, Serialize)]
@@ -131,7 +130,7 @@ pub fn replay(t: &Transcript<'_>, cfg: &Config, profile: &str, source_line: &dyn
         match &r.kind {
             RecordKind::Item(i) => w.item(ri, *i, at),
             RecordKind::Event(e) if Event::CompactionCompleted.is(&e.name) => {
-                let rec = recorded_event(t, ri, source_line);
+                let rec = recorded_event(e, r.line, source_line);
                 w.recorded(ri, rec);
                 w.occupancy.record(t, r, w.est);
                 if let Some(a) = &mut w.agent {
@@ -335,12 +334,7 @@ impl AgentFigure {
 /// writes them (texts, then calls; a call is its name and its input as JSON).
 fn claude_blocks(t: &Transcript<'_>, i: usize) -> Vec<u64> {
     let utf16 = |s: &str| s.encode_utf16().count() as u64;
-    let v: Value = serde_json::from_str(t.line_text(t.items[i].record)).unwrap_or(Value::Null);
-    let mut out: Vec<u64> = match v.get("content") {
-        Some(Value::String(s)) => vec![utf16(s)],
-        Some(Value::Array(blocks)) => blocks.iter().filter_map(|b| b.get("text")?.as_str()).map(utf16).collect(),
-        _ => Vec::new(),
-    };
+    let mut out: Vec<u64> = crate::transcript::content_texts(t, i).iter().map(|s| utf16(s)).collect();
     out.extend(t.items[i].calls().iter().map(|c| utf16(&c.name) + utf16(&c.arguments)));
     out
 }
@@ -355,17 +349,12 @@ fn claude_check_ratio(t: &Transcript<'_>, cfg: &Config) -> Option<u64> {
 }
 
 /// The `trigger` and `pre_tokens` an importer kept on a compaction event.
-fn recorded_event(t: &Transcript<'_>, ri: usize, source_line: &dyn Fn(usize) -> Option<usize>) -> Recorded {
-    let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
-    let trigger = match v.get("trigger").and_then(Value::as_str) {
+fn recorded_event(e: &EventRef<'_>, line: usize, source_line: &dyn Fn(usize) -> Option<usize>) -> Recorded {
+    let trigger = match e.trigger.as_deref() {
         Some("manual") => "manual",
         _ => "auto",
     };
-    Recorded {
-        trigger: trigger.into(),
-        pre_tokens: v.get("pre_tokens").and_then(Value::as_u64),
-        line: source_line(t.records[ri].line),
-    }
+    Recorded { trigger: trigger.into(), pre_tokens: e.pre_tokens, line: source_line(line) }
 }
 
 fn summarize(points: &[Point], profile: &str, conversation: bool, at: EvaluateAt) -> Summary {

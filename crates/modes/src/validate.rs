@@ -245,15 +245,10 @@ fn semantic(t: &Transcript<'_>, at: &dyn Fn(usize) -> usize, v: &mut dyn FnMut(u
     never_completed(t, at, v);
 }
 
-fn field(t: &Transcript<'_>, record: usize, key: &str) -> Value {
-    serde_json::from_str::<Value>(t.line_text(record)).ok().and_then(|v| v.get(key).cloned()).unwrap_or(Value::Null)
-}
-
 fn checkpoint(t: &Transcript<'_>, record: usize, line: usize, v: &mut dyn FnMut(usize, &'static str, String)) {
-    let list = |k: &str| -> Vec<String> {
-        field(t, record, k).as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
-    };
-    let (summ, kept) = (list("summarized_turn_ids"), list("retained_turn_ids"));
+    let Some(i) = t.records[record].kind_item() else { return };
+    let Some(w) = t.items[i].written.as_deref() else { return };
+    let (summ, kept) = (&w.summarized_turn_ids, &w.retained_turn_ids);
     let overlap: Vec<&String> = summ.iter().filter(|s| kept.contains(s)).collect();
     if !overlap.is_empty() {
         v(
@@ -265,8 +260,7 @@ fn checkpoint(t: &Transcript<'_>, record: usize, line: usize, v: &mut dyn FnMut(
             ),
         );
     }
-    let (b, a) = (field(t, record, "occupancy_before").as_u64(), field(t, record, "occupancy_after").as_u64());
-    if let (Some(b), Some(a)) = (b, a) {
+    if let (Some(b), Some(a)) = (w.occupancy_before, w.occupancy_after) {
         if a > b {
             v(line, "checkpoint_occupancy_grows", format!("occupancy_after {a} exceeds occupancy_before {b}"));
         }

@@ -17,19 +17,11 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let mut last_plan: Option<(usize, usize)> = None;
     let failed = failed_calls(t);
     let mut kinds: HashMap<&str, (bool, bool)> = HashMap::default();
-    for (ri, r) in t.records.iter().enumerate() {
+    for r in &t.records {
         let i = match &r.kind {
             crate::transcript::RecordKind::Item(i) => *i,
             crate::transcript::RecordKind::Event(e) if crate::transcript::Event::FilesChanged.is(&e.name) => {
-                let v: Value = serde_json::from_str(t.line_text(ri)).unwrap_or(Value::Null);
-                let paths: Vec<&str> = v
-                    .get("paths")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(|p| normalise(p, cfg.workspace.root.as_deref()))
-                    .collect();
+                let paths: Vec<&str> = e.paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
                 recent.touch(&paths);
                 changed.touch(&paths);
                 continue;

@@ -37,6 +37,17 @@ pub fn item_text(t: &Transcript<'_>, item: usize) -> String {
     raw_content(t, item).map(text_of_json).unwrap_or_default()
 }
 
+/// The texts of an item's content, one by one: the string, or the `text` of each block
+/// that has one (Claude Code measures its blocks one at a time).
+pub fn content_texts(t: &Transcript<'_>, item: usize) -> Vec<String> {
+    let Some(raw) = raw_content(t, item) else { return Vec::new() };
+    if raw.starts_with('"') {
+        return vec![text_of_json(raw)];
+    }
+    let blocks = serde_json::from_str::<Vec<serde_json::Value>>(raw).unwrap_or_default();
+    blocks.iter().filter_map(|b| b.get("text")?.as_str().map(str::to_string)).collect()
+}
+
 /// What a summary line shows of an item: `text::preview(item_text, max)`. A string
 /// content is kept as its JSON literal, previewed when the line is written and decoded
 /// only up to the cut; blocks are decoded whole and left for the renderer to preview.

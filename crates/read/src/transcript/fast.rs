@@ -47,7 +47,11 @@ pub(super) fn message(text: &str) -> Option<MessageRec<'_>> {
                 synthetic = s.optional_str()?.map(Mark::of);
             }
             // An earlier run's fields (rare): serde reads them.
-            "summarized_usage" | "occupancy_after" => return None,
+            "summarized_usage"
+            | "occupancy_after"
+            | "occupancy_before"
+            | "summarized_turn_ids"
+            | "retained_turn_ids" => return None,
             _ => s.skip(1)?,
         }
         Some(())
@@ -65,6 +69,9 @@ pub(super) fn message(text: &str) -> Option<MessageRec<'_>> {
         synthetic,
         summarized_usage: None,
         occupancy_after: None,
+        occupancy_before: None,
+        summarized_turn_ids: None,
+        retained_turn_ids: None,
     })
 }
 
@@ -350,7 +357,7 @@ mod tests {
             .collect();
         let other = prop_oneof![
             3 => prop::sample::select(keys).prop_map(String::from),
-            1 => prop::sample::select(&["other", "\\u0069d", "summarized_usage", "occupancy_after"][..]).prop_map(String::from),
+            1 => prop::sample::select(&["other", "\\u0069d", "summarized_usage", "occupancy_after", "retained_turn_ids"][..]).prop_map(String::from),
         ];
         let extra = prop::collection::vec((other, value()), 0..2);
         (known, extra)

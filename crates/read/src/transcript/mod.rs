@@ -10,7 +10,7 @@ mod reader;
 pub use accounting::{Accounting, Skip};
 pub use event::Event;
 
-pub use content::{item_text, item_text_for_preview, text_of, text_of_json, EntryText};
+pub use content::{content_texts, item_text, item_text_for_preview, text_of, text_of_json, EntryText};
 pub use reader::link_results;
 pub use reader::parse;
 
@@ -75,11 +75,19 @@ pub enum RecordKind<'a> {
     Other,
 }
 
-/// An event record's name and id.
+/// An event record's name and id, and the fields the tool reads of it, read once with the
+/// record (a field of another shape counts as absent, as the record is otherwise passed
+/// through unread).
 #[derive(Debug)]
 pub struct EventRef<'a> {
     pub name: Cow<'a, str>,
     pub id: Option<Cow<'a, str>>,
+    /// `files_changed`: the paths a tool reported changed (the strings of `paths`).
+    pub paths: Vec<String>,
+    /// A compaction event's `trigger` (`manual`, `auto`), as an importer kept it.
+    pub trigger: Option<String>,
+    /// A compaction event's `pre_tokens`: the context size the agent recorded before it.
+    pub pre_tokens: Option<u64>,
 }
 
 /// The kinds of records this tool injects (their `synthetic` field).
@@ -234,6 +242,11 @@ pub struct Written {
     pub summarized_usage: Option<Usage>,
     /// A checkpoint's `occupancy_after`: the base occupancy after it.
     pub occupancy_after: Option<u64>,
+    /// A checkpoint's `occupancy_before` and the turns it summarized and retained (the
+    /// strings of its lists), which `validate` checks.
+    pub occupancy_before: Option<u64>,
+    pub summarized_turn_ids: Vec<String>,
+    pub retained_turn_ids: Vec<String>,
 }
 
 impl<'a> Item<'a> {

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
@@ -243,7 +244,13 @@ fn parse_record<'a>(
                 synthetic: m.synthetic,
                 text_bytes: m.content.map_or(0, |c| c.0),
                 content: None,
-                written: written(m.summarized_usage.map(|s| s.usage), m.occupancy_after),
+                written: written(
+                    m.summarized_usage.map(|s| s.usage),
+                    m.occupancy_after,
+                    m.occupancy_before,
+                    m.summarized_turn_ids,
+                    m.retained_turn_ids,
+                ),
                 call_item: None,
                 kind: ItemKind::Message { role: m.role, calls: exact(m.tool_calls.unwrap_or_default()), usage },
             };
@@ -274,7 +281,14 @@ fn parse_record<'a>(
         }
         "event" => {
             let e: EventRec = serde_json::from_str(text).map_err(json_err)?;
-            Ok(RecordKind::Event(Box::new(super::EventRef { name: e.name, id: e.id })))
+            let paths = e.paths.as_ref().and_then(Value::as_array).into_iter().flatten();
+            Ok(RecordKind::Event(Box::new(super::EventRef {
+                name: e.name,
+                id: e.id,
+                paths: paths.filter_map(Value::as_str).map(str::to_string).collect(),
+                trigger: e.trigger.as_ref().and_then(Value::as_str).map(str::to_string),
+                pre_tokens: e.pre_tokens.as_ref().and_then(Value::as_u64),
+            })))
         }
         "session" => {
             if !t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank)) {
@@ -294,9 +308,32 @@ fn parse_record<'a>(
 }
 
 /// The fields of an earlier run's record, boxed, when there are any.
-fn written(summarized_usage: Option<Usage>, occupancy_after: Option<u64>) -> Option<Box<super::Written>> {
-    (summarized_usage.is_some() || occupancy_after.is_some())
-        .then(|| Box::new(super::Written { summarized_usage, occupancy_after }))
+fn written(
+    summarized_usage: Option<Usage>,
+    occupancy_after: Option<u64>,
+    occupancy_before: Option<Value>,
+    summarized_turn_ids: Option<Value>,
+    retained_turn_ids: Option<Value>,
+) -> Option<Box<super::Written>> {
+    let strings = |v: Option<Value>| -> Vec<String> {
+        v.as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let checkpoint = occupancy_before.is_some() || summarized_turn_ids.is_some() || retained_turn_ids.is_some();
+    (summarized_usage.is_some() || occupancy_after.is_some() || checkpoint).then(|| {
+        Box::new(super::Written {
+            summarized_usage,
+            occupancy_after,
+            occupancy_before: occupancy_before.as_ref().and_then(Value::as_u64),
+            summarized_turn_ids: strings(summarized_turn_ids),
+            retained_turn_ids: strings(retained_turn_ids),
+        })
+    })
 }
 
 /// A message's calls without the room a growing vector leaves (a vector of one call
@@ -361,6 +398,14 @@ pub(super) struct MessageRec<'a> {
     pub(super) summarized_usage: Option<SummarizedUsage>,
     #[serde(default)]
     pub(super) occupancy_after: Option<u64>,
+    // A checkpoint's own fields, which `validate` checks: of any shape (a field of
+    // another shape counts as absent).
+    #[serde(default)]
+    pub(super) occupancy_before: Option<Value>,
+    #[serde(default)]
+    pub(super) summarized_turn_ids: Option<Value>,
+    #[serde(default)]
+    pub(super) retained_turn_ids: Option<Value>,
 }
 
 /// `summarized_usage` of an earlier fallback: the four counts plus `estimated`.
@@ -394,6 +439,13 @@ struct EventRec<'a> {
     name: Cow<'a, str>,
     #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
+    // Of any shape: read by what they hold (an event is otherwise passed through).
+    #[serde(default)]
+    paths: Option<Value>,
+    #[serde(default)]
+    trigger: Option<Value>,
+    #[serde(default)]
+    pre_tokens: Option<Value>,
 }
 
 /// The UTF-8 length of a `content` value (a string, or text blocks), measured while
