@@ -326,16 +326,16 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
     // The failure's words (with the command, maybe an absolute path) go to stderr; the
     // journal keeps only the outcome, so it stays free of paths.
     let outcome = match hooks::post_compact(cmd, &payload, config.hooks.timeout_secs) {
-        Ok(()) => "ok",
+        Ok(()) => policy::HookOutcome::Ok,
         Err(m) => {
             warnings.push(format!("{}: {m}", name.display()));
-            "failed"
+            policy::HookOutcome::Failed
         }
     };
-    plan.journal.push(Event::PostCompactHook, json!({"outcome": outcome, "id": completion}));
+    plan.journal.push(policy::Entry::PostCompactHook { outcome, id: completion.clone() });
     if let Some(id) = completion {
         let mut fields = serde_json::Map::new();
-        fields.insert("outcome".into(), json!(outcome));
+        fields.insert("outcome".into(), json!(outcome.as_str()));
         plan.appended.push(policy::Injected::Event(policy::EventRecord { name: Event::PostCompactHook, id, fields }));
     }
 }

@@ -2,6 +2,7 @@
 //! `max_total_tokens`, the one-shot pressure reminder, the history fallback and the
 //! agent-runner re-anchor.
 
+use super::journal::Entry;
 use super::{
     base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Injected, Journal, Options,
 };
@@ -10,7 +11,7 @@ use crate::config::{Config, Inject};
 use crate::render;
 use crate::transcript::{Synthetic, Transcript};
 use fallback::Fit;
-use serde_json::{json, Map};
+use serde_json::Map;
 
 pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u64]) -> Proposal {
     let fig = cumulative_usage(t, est);
@@ -44,7 +45,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
             p.reminder = Some(injected::Message::new(Synthetic::PressureReminder, turn, Map::new(), text));
             p.plan.decision.reminder_injected = true;
             p.plan.decision.action = Action::PressureReminder;
-            p.plan.journal.push(Event::PressureReminderInjected, json!({"used": fig.tokens, "limit": l}));
+            p.plan.journal.push(Entry::PressureReminderInjected { used: fig.tokens, limit: l });
         }
     }
     // A size to fit: a transcript larger than it is compacted whatever its usage.
@@ -150,9 +151,9 @@ fn unreachable(before: u64, least: u64, target: u64) -> Reason {
 /// appended.
 fn apply(p: &mut Proposal, t: &Transcript<'_>, cfg: &Config, summary: fallback::Summary, reanchor: Option<String>) {
     let mut journal = Journal::default();
-    journal.push(Event::HistoryFallbackApplied, summary.event);
+    journal.push(summary.event);
     if reanchor.is_some() {
-        journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::AgentRunner.as_str()}));
+        journal.push(Entry::ReanchorInjected { variant: PressurePath::AgentRunner, pending: false });
     }
     let with_summary = cfg.injects(Inject::Summary);
     p.compaction = Some(Compaction {

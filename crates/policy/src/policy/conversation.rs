@@ -1,6 +1,7 @@
 //! The conversation runtime (SPEC 3, 6): auto-compaction against the context window,
 //! the native request/completion lifecycle, and the local semantic checkpoint.
 
+use super::journal::Entry;
 use super::{base_decision, fallback, injected, threshold_event, Action, Compaction, Event, Journal, Options};
 use super::{
     occupancy, EventRecord, Figure, Injected, Message, PressurePath, Proposal, Reason, ReasonCode, Replacement,
@@ -9,7 +10,7 @@ use crate::config::{Config, Tokenizer};
 use crate::render;
 use crate::tokens;
 use crate::transcript::{RecordKind, Role, Synthetic, Transcript};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u64]) -> Proposal {
     let fig = occupancy(t, est);
@@ -19,7 +20,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
     threshold_event(&mut p.plan.journal, &p.plan.decision, fired);
     let life = lifecycle(t);
     if let Some(id) = &life.completed_without_post_hook {
-        p.plan.journal.push(Event::CompactionCompleted, json!({"id": id}));
+        p.plan.journal.push(Entry::CompactionCompleted { id: id.clone() });
         p.plan.completed_lifecycle = Some(id.clone());
     }
     let reasons = &mut p.plan.decision.reasons;
@@ -78,7 +79,7 @@ fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) 
     fields.insert("trigger".into(), json!(trigger));
     let event = EventRecord { name: Event::CompactionRequested, id: id.clone(), fields };
     let mut journal = Journal::default();
-    journal.push(Event::CompactionRequested, json!({"id": id}));
+    journal.push(Entry::CompactionRequested { id: id.clone() });
     let (record, text) = conversation_reanchor(t, cfg, &mut journal);
     let c = Compaction {
         removed: Vec::new(),
@@ -95,7 +96,7 @@ fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) 
 fn conversation_reanchor(t: &Transcript<'_>, cfg: &Config, journal: &mut Journal) -> (Message, String) {
     let facts = crate::reanchor::gather(t, cfg);
     let text = render::render_reanchor(&facts, true, cfg.reanchor.max_entries, cfg.reanchor.max_chars);
-    journal.push(Event::ReanchorInjected, json!({"variant": PressurePath::Conversation.as_str(), "pending": true}));
+    journal.push(Entry::ReanchorInjected { variant: PressurePath::Conversation, pending: true });
     (injected::reanchor(t, &text, PressurePath::Conversation), text)
 }
 
@@ -145,8 +146,8 @@ pub(super) struct CheckpointDone {
     pub at: usize,
     pub record: Message,
     pub text: String,
-    /// The journal's `checkpoint_created` fields.
-    pub event: Value,
+    /// The journal's `checkpoint_created` event.
+    pub event: Entry,
 }
 
 impl CheckpointDraft {
@@ -180,8 +181,13 @@ impl CheckpointDraft {
             fields: own,
             content: self.text.clone(),
         };
-        let event = json!({"id": id, "summarized_turn_ids": self.summarized, "retained_turn_ids": self.retained,
-            "occupancy_before": before, "occupancy_after": after});
+        let event = Entry::CheckpointCreated {
+            id,
+            summarized_turn_ids: self.summarized,
+            retained_turn_ids: self.retained,
+            occupancy_before: before,
+            occupancy_after: after,
+        };
         Ok(CheckpointDone { at: self.at, record, text: self.text, event })
     }
 }

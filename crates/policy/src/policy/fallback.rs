@@ -1,6 +1,7 @@
 //! The native-loop fallback (SPEC 4): the eligible items between the protected head and
 //! the retained tail become one deterministic, bounded, lossy summary message.
 
+use super::journal::Entry;
 use super::{boundary, injected, Reason, ReasonCode};
 use crate::config::Config;
 use crate::render::{self, SummaryEntry};
@@ -16,8 +17,8 @@ pub(super) struct Summary {
     pub at: usize,
     pub record: injected::Message,
     pub text: String,
-    /// The journal's `history_fallback_applied` fields.
-    pub event: Value,
+    /// The journal's `history_fallback_applied` event.
+    pub event: Entry,
     /// The estimate of the transcript after the summary took the place of the removed
     /// items (what is appended with it not counted).
     pub after: u64,
@@ -95,7 +96,8 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
     let mut record = injected::Message::new(Synthetic::HistorySummaryFallback, first_turn, own, text.clone());
     record.summarized = Some(injected::IdList::new(eligible.iter().map(|&i| &*t.items[i].id)));
     let after = before - removed + summary;
-    let event = json!({"items_summarized": eligible.len(), "tokens_before": before, "tokens_after": after});
+    let event =
+        Entry::HistoryFallbackApplied { items_summarized: eligible.len(), tokens_before: before, tokens_after: after };
     let last = *eligible.last().expect("eligible is not empty");
     Ok(Summary { removed: eligible.to_vec(), at: t.items[last].record, record, text, event, after })
 }

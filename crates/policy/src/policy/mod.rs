@@ -26,7 +26,7 @@ pub use boundary::{boundary, Boundary};
 pub use conversation::checkpoint_span;
 pub use decision::{Action, Decision, Denominator, FitFigures, PressurePath, Reason, ReasonCode, Trigger};
 pub use injected::{EventRecord, IdList, Injected, Message};
-pub use journal::{Event, Journal};
+pub use journal::{Entry, Event, HookOutcome, Journal};
 pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
 pub use steps::{steps, Step, Walk};
 
@@ -35,7 +35,6 @@ use crate::formats::InputFormat;
 use crate::render;
 use crate::tokens;
 use crate::transcript::Transcript;
-use serde_json::json;
 
 /// How a run was asked for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -171,7 +170,9 @@ impl Proposal {
         d.action = if d.reminder_injected { Action::PressureReminder } else { Action::None };
         d.fallback_applied = false;
         d.reanchor_injected = false;
-        self.plan.journal.push(Event::PreCompactHook, json!({"outcome": "denied", "reason": reason}));
+        self.plan
+            .journal
+            .push(Entry::PreCompactHook { outcome: HookOutcome::Denied, reason: Some(reason.to_string()) });
         self.denied = true;
     }
 
@@ -208,13 +209,13 @@ impl Proposal {
             return plan;
         };
         if hooked && !denied {
-            plan.journal.push(Event::PreCompactHook, json!({"outcome": "allowed", "reason": null}));
+            plan.journal.push(Entry::PreCompactHook { outcome: HookOutcome::Allowed, reason: None });
         }
         match c.replacement.take() {
             Some(Replacement::Record(at, record)) => plan.replacement = Some((at, record)),
             Some(Replacement::Checkpoint(draft)) => match draft.finish(tokenizer) {
                 Ok(done) => {
-                    plan.journal.push(Event::CheckpointCreated, done.event);
+                    plan.journal.push(done.event);
                     plan.replacement = Some((done.at, done.record));
                     c.summary_text = Some(done.text);
                 }
@@ -277,10 +278,16 @@ fn base_decision(path: PressurePath, cfg: &Config, opts: Options, fig: Figure, l
 }
 
 fn threshold_event(journal: &mut Journal, d: &Decision, fired: bool) {
-    let mut fields = json!({"path": d.path, "denominator": d.denominator, "used": d.used, "limit": d.limit,
-        "ratio": d.ratio, "threshold": d.threshold, "estimated": d.estimated, "fired": fired, "trigger": d.trigger});
-    if let Some(at) = d.trigger_tokens {
-        fields["trigger_tokens"] = json!(at);
-    }
-    journal.push(Event::ThresholdEvaluated, fields);
+    journal.push(Entry::ThresholdEvaluated {
+        path: d.path,
+        denominator: d.denominator,
+        used: d.used,
+        limit: d.limit,
+        ratio: d.ratio,
+        threshold: d.threshold,
+        estimated: d.estimated,
+        fired,
+        trigger: d.trigger,
+        trigger_tokens: d.trigger_tokens,
+    });
 }
