@@ -31,7 +31,8 @@
 //! | layer | crate | modules |
 //! |---|---|---|
 //! | leaf | `rivumi-leaf` | error, ui, text, scan, signals, batch, mapped |
-//! | read | `rivumi-read` | source, transcript, formats, inputs |
+//! | model | `rivumi-model` | source, transcript |
+//! | formats | `rivumi-formats` | formats, inputs |
 //! | configure | `rivumi-config` | config |
 //! | measure | `rivumi-tokens` | tokens |
 //! | re-anchor | `rivumi-render` | render, reanchor |

@@ -163,7 +163,7 @@ fn an_unknown_model_gets_a_warning_and_usage_over_the_window_is_said() {
     );
     let o = run(&["config", p]);
     assert!(
-        stdout(&o).contains("model claude-mystery-9 is not in crates/read/src/formats/models.json: 200000 assumed"),
+        stdout(&o).contains("model claude-mystery-9 is not in crates/formats/src/formats/models.json: 200000 assumed"),
         "{}",
         stdout(&o)
     );

@@ -179,7 +179,7 @@ fn profiles_are_a_layer_under_session_file_and_flags() {
     assert_eq!(c["trigger.reserve_tokens"], serde_json::json!({"value": 33000, "from": "profile"}));
     let from = c["runtime.context_window"]["from"].as_str().unwrap();
     assert!(
-        from.starts_with("session (model claude-sonnet-4-5, crates/read/src/formats/models.json: "),
+        from.starts_with("session (model claude-sonnet-4-5, crates/formats/src/formats/models.json: "),
         "the importer's window wins over the profile's, and says where it comes from: {from}"
     );
     let (rows, _) = replay(&["--profile", "claude-code", "--context-window", "100000", MANUAL]);

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use std::sync::OnceLock;
 
 /// The file the table is read from, as `config` names it.
-pub const TABLE: &str = "crates/read/src/formats/models.json";
+pub const TABLE: &str = "crates/formats/src/formats/models.json";
 
 #[derive(Debug, Deserialize)]
 struct Table {
