@@ -132,6 +132,9 @@ fn a_claude_code_session_gets_a_boundary_it_can_resume_from() {
     let input = std::fs::read(root().join(CLAUDE)).unwrap();
     let out = compact(CLAUDE, "claude-code", BUDGET);
     check_claude_code(&input, &out);
+    // The boundary records the context's size before it, as decide measures it.
+    let boundary = records(&out).swap_remove(records(&input).len());
+    assert_eq!(boundary["compactMetadata"]["preTokens"].as_u64(), Some(occupancy(CLAUDE)), "{boundary}");
     let (dir, path) = temp_file("session.jsonl", &out);
     let p = path_str(&path);
     // Read back: the context starts at the new boundary, with the protected head (the
@@ -201,6 +204,7 @@ fn a_claude_code_checkpoint_is_recorded_too() {
     check_claude_code(&input, &out);
     let new = records(&out).split_off(records(&input).len());
     assert_eq!(new[0]["compactMetadata"]["trigger"], "manual");
+    assert_eq!(new[0]["compactMetadata"]["preTokens"].as_u64(), Some(occupancy(p)), "{}", new[0]);
     let summary = new.iter().find(|r| r["isCompactSummary"] == true && r.get("rivumi").is_some()).unwrap();
     assert_eq!(summary["rivumi"], "checkpoint");
     // The retained tail: the last turns, their call and result paired by tool id.

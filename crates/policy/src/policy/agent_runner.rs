@@ -83,7 +83,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
                     Fitted::Least(least) => p.plan.decision.reasons.push(unreachable(before, least, target.unwrap_or(0))),
                     Fitted::Within => {}
                 }
-                apply(&mut p, t, cfg, summary, reanchor);
+                apply(&mut p, t, cfg, est, summary, reanchor);
             }
             (Some(n), Err(why)) if over_target => {
                 p.plan.decision.fit = Some(FitFigures { target: n, before, after: before, reached: false });
@@ -149,7 +149,14 @@ fn unreachable(before: u64, least: u64, target: u64) -> Reason {
 
 /// The fallback applied: the summary in place of the removed items, the re-anchor
 /// appended.
-fn apply(p: &mut Proposal, t: &Transcript<'_>, cfg: &Config, summary: fallback::Summary, reanchor: Option<String>) {
+fn apply(
+    p: &mut Proposal,
+    t: &Transcript<'_>,
+    cfg: &Config,
+    est: &[u64],
+    summary: fallback::Summary,
+    reanchor: Option<String>,
+) {
     let mut journal = Journal::default();
     journal.push(summary.event);
     if reanchor.is_some() {
@@ -166,6 +173,7 @@ fn apply(p: &mut Proposal, t: &Transcript<'_>, cfg: &Config, summary: fallback::
         journal,
         summary_text: with_summary.then_some(summary.text),
         reanchor_text: reanchor.clone(),
+        pre_tokens: super::occupancy(t, est).tokens,
         what: "fallback",
     });
     let d = &mut p.plan.decision;

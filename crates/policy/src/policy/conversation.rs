@@ -60,7 +60,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
         return p;
     }
     let proposed = if cfg.runtime.native_compaction {
-        Some(request(t, cfg, life.requests + 1, p.plan.decision.trigger))
+        Some(request(t, cfg, life.requests + 1, p.plan.decision.trigger, fig.tokens))
     } else {
         checkpoint(t, cfg, est, fig, &mut p.plan.decision.reasons)
     };
@@ -73,7 +73,13 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
 }
 
 /// Native support: the request event and the pending conversation re-anchor.
-fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) -> (Compaction, Action) {
+fn request(
+    t: &Transcript<'_>,
+    cfg: &Config,
+    n: usize,
+    trigger: super::Trigger,
+    pre_tokens: u64,
+) -> (Compaction, Action) {
     let id = format!("compaction-{n}");
     let mut fields = Map::new();
     fields.insert("trigger".into(), json!(trigger));
@@ -88,6 +94,7 @@ fn request(t: &Transcript<'_>, cfg: &Config, n: usize, trigger: super::Trigger) 
         journal,
         summary_text: None,
         reanchor_text: Some(text),
+        pre_tokens,
         what: "compaction",
     };
     (c, Action::NativeCompactionRequested)
@@ -238,6 +245,7 @@ fn checkpoint(
         journal,
         summary_text: None,
         reanchor_text: Some(text),
+        pre_tokens: fig.tokens,
         what: "compaction",
     };
     Some((c, Action::LocalCheckpoint))

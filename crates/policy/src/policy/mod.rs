@@ -65,6 +65,9 @@ pub struct Plan {
     pub tokens_after: u64,
     /// A completed native lifecycle whose post hook has not run yet (its request id).
     pub completed_lifecycle: Option<String>,
+    /// The current context's size (occupancy) before the compaction the plan carries
+    /// out, computed once; `None` when it compacts nothing.
+    pub pre_tokens: Option<u64>,
 }
 
 impl Plan {
@@ -92,6 +95,9 @@ pub struct Compaction {
     journal: Journal,
     summary_text: Option<String>,
     reanchor_text: Option<String>,
+    /// The current context's size before it (occupancy: what the agents record as the
+    /// compaction's `preTokens`).
+    pre_tokens: u64,
     /// "fallback" or "compaction", for the words of a denial.
     what: &'static str,
 }
@@ -132,6 +138,7 @@ impl Proposal {
             tokens_estimated: est.iter().sum(),
             tokens_after: 0,
             completed_lifecycle: None,
+            pre_tokens: None,
         };
         Proposal {
             plan,
@@ -230,6 +237,7 @@ impl Proposal {
             None => {}
         }
         plan.journal.extend(c.journal);
+        plan.pre_tokens = Some(c.pre_tokens);
         plan.removed = c.removed;
         plan.appended.extend(reminder.map(Injected::Message));
         plan.appended.extend(c.appended);

@@ -92,8 +92,7 @@ impl<'p> Compaction<'p> {
             _ => None,
         });
         let summary = summary.unwrap_or_default();
-        let est = crate::tokens::item_estimates(t, done.config.tokenizer);
-        let pre_tokens = crate::policy::occupancy(t, &est).tokens;
+        let pre_tokens = plan.pre_tokens.expect("a plan that replaces records compacts");
         let trigger = match plan.decision.trigger {
             crate::policy::Trigger::Manual => "manual",
             crate::policy::Trigger::Auto => "auto",
