@@ -1,6 +1,7 @@
 //! Golden cases: every `testdata/cases/*/input.jsonl` is run with `--out-dir`, and
 //! each output is one snapshot in `snapshots/`. A case folder may hold `config.json`
-//! (passed as `--config`) and `args` (extra flags, one per line).
+//! (passed as `--config`) and `args` (extra flags, read by the parser `check` reads
+//! them with: one flag per line, its value on the same line or the next, `#` comments).
 
 use crate::support::{cmd, path_str, root};
 use std::path::Path;
@@ -15,7 +16,9 @@ fn case_args(case: &Path) -> Vec<String> {
         args.push(config.to_string_lossy().into_owned());
     }
     if let Ok(extra) = std::fs::read_to_string(case.join("args")) {
-        args.extend(extra.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+        let (replay, groups) = rivumi_compact::check::args_lines(&extra);
+        assert!(!replay, "{}: a golden case is no replay case", case.display());
+        args.extend(groups.into_iter().flat_map(|(_, words)| words));
     }
     args
 }
