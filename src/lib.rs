@@ -30,7 +30,7 @@
 //!
 //! | layer | crate | modules |
 //! |---|---|---|
-//! | leaf | `rivumi-leaf` | error, ui, text, scan, signals, batch, mapped |
+//! | leaf | `rivumi-leaf` | error, ui, text, scan, signals, batch, mapped, walk |
 //! | model | `rivumi-model` | source, transcript |
 //! | formats | `rivumi-formats` | formats, inputs |
 //! | configure | `rivumi-config` | config |
@@ -58,7 +58,7 @@
 
 pub use rivumi_modes::{
     batch, chart, check, config, dataset, engine, error, formats, hooks, inputs, mapped, output, policy, reanchor,
-    render, replay, report, resume, scan, signals, source, stats, text, tokens, transcript, ui, validate,
+    render, replay, report, resume, scan, signals, source, stats, text, tokens, transcript, ui, validate, walk,
 };
 
 pub mod cli;

@@ -6,7 +6,7 @@
 
 pub use rivumi_policy::{
     batch, config, error, formats, inputs, mapped, policy, reanchor, render, scan, signals, source, text, tokens,
-    transcript, ui,
+    transcript, ui, walk,
 };
 
 pub mod engine;

@@ -13,7 +13,7 @@ use crate::formats::InputFormat;
 use crate::source::Opened;
 use crate::ui;
 use globset::GlobBuilder;
-use std::os::unix::fs::MetadataExt;
+use crate::walk::Met;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
@@ -114,7 +114,7 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
             let before = out.len();
             let mut walk = Walk::new(&path, exts, exclude.as_deref(), None);
             walk.sniff_json = format == InputFormat::Auto;
-            walk.run(&path, &mut out)?;
+            walk.run(&mut out)?;
             if out.len() == before {
                 return Err(Error::bad_input(
                     &path,
@@ -131,7 +131,7 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
             let before = out.len();
             if root.is_dir() {
                 let filter = |p: &Path| matcher.is_match(p);
-                Walk::new(&root, &[], exclude.as_deref(), Some(&filter)).run(&root, &mut out)?;
+                Walk::new(&root, &[], exclude.as_deref(), Some(&filter)).run(&mut out)?;
             }
             if out.len() == before {
                 return Err(Error::bad_input(&path, "the glob matches no file"));
@@ -193,8 +193,8 @@ fn glob_root(glob: &str) -> PathBuf {
 
 type Filter<'a> = Option<&'a dyn Fn(&Path) -> bool>;
 
-/// One directory walk: the folders seen (by device and inode), and the chain of
-/// folders above the current one, to tell a loop from a second link to one folder.
+/// One walk for inputs (over [`crate::walk`]): the files with the format's extensions
+/// (or the glob's matches) below `root`, with the folder names their outputs get.
 struct Walk<'a> {
     root: &'a Path,
     exts: &'a [&'a str],
@@ -202,52 +202,31 @@ struct Walk<'a> {
     filter: Filter<'a>,
     /// Whether `.json` files are transcripts only when their head says so (`auto`).
     sniff_json: bool,
-    seen: std::collections::HashMap<(u64, u64), PathBuf>,
-    ancestors: Vec<(u64, u64)>,
 }
 
 impl<'a> Walk<'a> {
     fn new(root: &'a Path, exts: &'a [&'a str], exclude: Option<&'a Path>, filter: Filter<'a>) -> Self {
-        Walk {
-            root,
-            exts,
-            exclude,
-            filter,
-            sniff_json: false,
-            seen: std::collections::HashMap::default(),
-            ancestors: Vec::new(),
-        }
+        Walk { root, exts, exclude, filter, sniff_json: false }
     }
 
-    fn run(&mut self, dir: &Path, out: &mut Vec<Input>) -> Result<()> {
-        let meta = std::fs::metadata(dir).map_err(|e| Error::read(dir, e))?;
-        let key = (meta.dev(), meta.ino());
-        if let Some(first) = self.seen.get(&key) {
-            let what = if self.ancestors.contains(&key) { "a symbolic link loop" } else { "a second link" };
-            ui::warn(&format!("{}: skipped: {what} to {}, already walked", dir.display(), first.display()));
-            return Ok(());
-        }
-        self.seen.insert(key, dir.to_path_buf());
-        let entries = match std::fs::read_dir(dir) {
-            Ok(rd) => rd,
-            // The top folder is named by the user: its failure is the command's failure.
-            Err(e) if dir == self.root => return Err(Error::read(dir, e)),
-            Err(e) => {
-                let rel = dir.strip_prefix(self.root).unwrap_or(dir).to_path_buf();
-                out.push(Input::broken(dir.into(), rel, e));
-                return Ok(());
+    fn run(&self, out: &mut Vec<Input>) -> Result<()> {
+        crate::walk::walk(self.root, &mut |met| {
+            match met {
+                // Only folders can hold the out-dir; a file is never canonicalized.
+                Met::Folder(e) => {
+                    return Ok(e.depth() == 0
+                        || !self.exclude.is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x))))
+                }
+                Met::Other(e) => self.entry(e.path(), e.path_is_symlink(), Ok(e.file_type()), out),
+                Met::Failed { path, error, broken_link: true } => self.entry(path, true, Err(error), out),
+                // A folder below that cannot be read: an input that fails with its error.
+                Met::Failed { path, error, broken_link: false } => {
+                    let rel = path.strip_prefix(self.root).unwrap_or(path).to_path_buf();
+                    out.push(Input::broken(path.into(), rel, error));
+                }
             }
-        };
-        self.ancestors.push(key);
-        // The entry's file type comes with the directory listing: no stat per plain file.
-        let mut entries: Vec<(PathBuf, Option<std::fs::FileType>)> =
-            entries.filter_map(std::result::Result::ok).map(|e| (e.path(), e.file_type().ok())).collect();
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        for (p, file_type) in entries {
-            self.entry(p, file_type, out)?;
-        }
-        self.ancestors.pop();
-        Ok(())
+            Ok(true)
+        })
     }
 
     /// A `.json` file a walk for any format (`auto`) finds is a transcript only when its
@@ -261,36 +240,23 @@ impl<'a> Walk<'a> {
         crate::formats::detect_for(p, opened.head()) != InputFormat::Auto
     }
 
-    fn entry(&mut self, p: PathBuf, file_type: Option<std::fs::FileType>, out: &mut Vec<Input>) -> Result<()> {
-        let linked = file_type.is_some_and(|t| t.is_symlink());
-        // Only a symbolic link needs a stat to learn what it points to.
-        let target = match file_type {
-            Some(t) if !t.is_symlink() => Ok(t),
-            _ => std::fs::metadata(&p).map(|m| m.file_type()),
-        };
-        if target.as_ref().is_ok_and(std::fs::FileType::is_dir) {
-            // Only folders can hold the out-dir; a file is never canonicalized.
-            if !self.exclude.is_some_and(|x| std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(x))) {
-                self.run(&p, out)?;
-            }
-            return Ok(());
-        }
-        let ext_ok = self.exts.is_empty() || (has_extension(&p, self.exts) && self.transcript_json(&p));
+    /// An entry that is no folder (what a link points to, when it is a link).
+    fn entry(&self, p: &Path, linked: bool, target: std::io::Result<std::fs::FileType>, out: &mut Vec<Input>) {
+        let ext_ok = self.exts.is_empty() || (has_extension(p, self.exts) && self.transcript_json(p));
         let norm: PathBuf = p.components().filter(|c| !matches!(c, Component::CurDir)).collect();
-        if !ext_ok || self.filter.is_some_and(|f| !f(&p) && !f(&norm)) {
-            return Ok(());
+        if !ext_ok || self.filter.is_some_and(|f| !f(p) && !f(&norm)) {
+            return;
         }
-        let rel = p.strip_prefix(self.root).unwrap_or(&p);
+        let rel = p.strip_prefix(self.root).unwrap_or(p);
         let name = rel.parent().unwrap_or(Path::new("")).join(out_stem(Path::new(rel.file_name().unwrap_or_default())));
         match target {
-            Ok(t) if t.is_file() => out.push(Input { linked, ..Input::new(p, name) }),
+            Ok(t) if t.is_file() => out.push(Input { linked, ..Input::new(p.to_path_buf(), name) }),
             Ok(_) => ui::warn(&format!(
                 "{}: skipped: not a regular file (name it on the command line to read it)",
                 p.display()
             )),
-            Err(e) => out.push(Input { linked, ..Input::broken(p, name, e) }),
+            Err(e) => out.push(Input { linked, ..Input::broken(p.to_path_buf(), name, e) }),
         }
-        Ok(())
     }
 }
 

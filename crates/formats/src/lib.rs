@@ -5,7 +5,7 @@
 //! in every layer. Adding an input format is work in this crate only (an importer in
 //! `formats/`, its detection and its `InputFormat` variant in `formats/mod.rs`).
 
-pub use rivumi_model::{batch, error, mapped, scan, signals, source, text, transcript, ui};
+pub use rivumi_model::{batch, error, mapped, scan, signals, source, text, transcript, ui, walk};
 
 pub mod formats;
 pub mod inputs;

@@ -7,3 +7,4 @@ pub mod scan;
 pub mod signals;
 pub mod text;
 pub mod ui;
+pub mod walk;

@@ -4,7 +4,7 @@
 //! below it only, and re-exports that crate's modules so that `crate::` paths read the same
 //! in every layer.
 
-pub use rivumi_leaf::{batch, error, mapped, scan, signals, text, ui};
+pub use rivumi_leaf::{batch, error, mapped, scan, signals, text, ui, walk};
 
 pub mod source;
 pub mod transcript;

@@ -6,7 +6,7 @@
 
 pub use rivumi_write::{
     batch, config, engine, error, formats, hooks, inputs, mapped, output, policy, reanchor, render, report, resume,
-    scan, signals, source, text, tokens, transcript, ui,
+    scan, signals, source, text, tokens, transcript, ui, walk,
 };
 
 pub mod chart;

@@ -6,7 +6,7 @@
 
 pub use rivumi_render::{
     batch, config, error, formats, inputs, mapped, reanchor, render, scan, signals, source, text, tokens, transcript,
-    ui,
+    ui, walk,
 };
 
 pub mod policy;

@@ -5,7 +5,7 @@
 //! in every layer.
 
 pub use rivumi_tokens::{
-    batch, config, error, formats, inputs, mapped, scan, signals, source, text, tokens, transcript, ui,
+    batch, config, error, formats, inputs, mapped, scan, signals, source, text, tokens, transcript, ui, walk,
 };
 
 pub mod reanchor;

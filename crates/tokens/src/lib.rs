@@ -4,6 +4,8 @@
 //! below it only, and re-exports that crate's modules so that `crate::` paths read the same
 //! in every layer.
 
-pub use rivumi_config::{batch, config, error, formats, inputs, mapped, scan, signals, source, text, transcript, ui};
+pub use rivumi_config::{
+    batch, config, error, formats, inputs, mapped, scan, signals, source, text, transcript, ui, walk,
+};
 
 pub mod tokens;

@@ -6,7 +6,7 @@
 
 pub use rivumi_engine::{
     batch, config, engine, error, formats, hooks, inputs, mapped, policy, reanchor, render, scan, signals, source,
-    text, tokens, transcript, ui,
+    text, tokens, transcript, ui, walk,
 };
 
 pub mod output;

@@ -436,45 +436,37 @@ pub(super) fn inside(folder: &Path, real_dir: &Path) -> bool {
 /// folder reached twice (a symbolic link loop) is walked once, with a warning; a link to
 /// a folder out of DIR is a case that fails, never walked.
 pub(super) fn find_cases(dir: &Path, real_dir: &Path) -> Result<Vec<PathBuf>> {
-    use std::os::unix::fs::MetadataExt;
     let outputs = output_names();
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let meta = std::fs::metadata(&d).map_err(|e| Error::read(&d, e))?;
-        if let Some(first) = seen.insert((meta.dev(), meta.ino()), d.clone()) {
-            crate::ui::warn(&format!(
-                "{}: skipped: a symbolic link to {}, already walked",
-                d.display(),
-                first.display()
-            ));
-            continue;
-        }
-        let entries: Vec<std::fs::DirEntry> =
-            std::fs::read_dir(&d).map_err(|e| Error::read(&d, e))?.filter_map(std::result::Result::ok).collect();
-        let is_case = entries.iter().any(|e| {
-            let f = e.file_name().to_string_lossy().into_owned();
-            is_input_name(&f)
-                || ["args", "config.json"].contains(&f.as_str())
-                || outputs.iter().any(|o| *o == f || f.strip_suffix(PENDING) == Some(o))
-        });
-        if is_case {
-            out.push(d.clone());
-        }
-        let mut subdirs = Vec::new();
-        for p in entries.iter().map(std::fs::DirEntry::path).filter(|p| p.is_dir()) {
-            // A link to a folder out of DIR is not walked: it stands as one case, which
-            // fails (a case folder is untrusted; its links may point anywhere, even /).
-            if inside(&p, real_dir) {
-                subdirs.push(p);
-            } else {
-                out.push(p);
+    let is_case_file = |f: &str| {
+        is_input_name(f)
+            || ["args", "config.json"].contains(&f)
+            || outputs.iter().any(|o| *o == f || f.strip_suffix(PENDING) == Some(o))
+    };
+    let mut cases = std::collections::BTreeSet::new();
+    crate::walk::walk(dir, &mut |met| {
+        let e = match met {
+            crate::walk::Met::Folder(e) | crate::walk::Met::Other(e) => e,
+            // A link that points nowhere: a case's file all the same (the case fails
+            // when it reads it).
+            crate::walk::Met::Failed { path, broken_link: true, .. } => {
+                if path.file_name().is_some_and(|f| is_case_file(&f.to_string_lossy())) {
+                    cases.insert(path.parent().unwrap_or(dir).to_path_buf());
+                }
+                return Ok(true);
             }
+            crate::walk::Met::Failed { path, error, .. } => return Err(Error::read(path, error)),
+        };
+        // A folder holding a case's file is a case.
+        if e.depth() > 0 && is_case_file(&e.file_name().to_string_lossy()) {
+            cases.insert(e.path().parent().unwrap_or(dir).to_path_buf());
         }
-        subdirs.sort();
-        stack.extend(subdirs.into_iter().rev());
-    }
-    out.sort();
-    Ok(out)
+        // A link to a folder out of DIR is not walked: it stands as one case, which
+        // fails (a case folder is untrusted; its links may point anywhere, even /).
+        if e.depth() > 0 && e.file_type().is_dir() && !inside(e.path(), real_dir) {
+            cases.insert(e.path().to_path_buf());
+            return Ok(false);
+        }
+        Ok(true)
+    })?;
+    Ok(cases.into_iter().collect())
 }
