@@ -227,3 +227,29 @@ fn a_hook_that_leaves_a_background_process_does_not_hang_the_run() {
     assert_eq!(decision(&o)["reasons"][0]["code"], "denied_by_hook", "what the hook printed before exiting counts");
     assert!(start.elapsed() < std::time::Duration::from_secs(15), "waited for the background process");
 }
+
+/// A library caller tells a failed hook from other failures by its variant: which
+/// command, how it failed, its exit code and what it said.
+#[test]
+fn a_failed_hook_is_an_error_a_caller_can_tell_apart() {
+    use rivumi_compact::config::{Config, Task};
+    use rivumi_compact::engine::{self, Settings};
+    use rivumi_compact::error::{Command, CommandFailure, Error, Exit};
+    let input = std::fs::read(crate::support::root().join(FALLBACK)).unwrap();
+    let mut cfg = Config { task: Task { max_total_tokens: Some(20_000) }, ..Config::default() };
+    cfg.hooks.pre_compact = Some("echo 'not today' >&2; exit 7".into());
+    let settings = Settings::from_config(&cfg).unwrap();
+    let got = engine::process(&input, Path::new("s.jsonl"), &settings).map(|done| done.plan.decision.action);
+    match got {
+        Err(
+            e @ Error::Command { which: Command::PreCompactHook, failure: CommandFailure::Exit { code: 7, .. }, .. },
+        ) => {
+            assert_eq!(e.exit(), Exit::Failed);
+            assert_eq!(
+                e.to_string(),
+                "pre-compact hook `echo 'not today' >&2; exit 7` failed with exit code 7: not today"
+            );
+        }
+        other => panic!("expected the pre-compact hook's failure, got {other:?}"),
+    }
+}

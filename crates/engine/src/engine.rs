@@ -4,7 +4,7 @@
 //! written from.
 
 use crate::config::{self, Config, Layered};
-use crate::error::{Error, Result};
+use crate::error::{CommandFailure, Error, Result};
 use crate::formats::InputFormat;
 use crate::hooks::{self, Verdict};
 use crate::inputs::Input;
@@ -201,7 +201,7 @@ impl Processed<'_> {
     /// A refused checkpoint is a failure of this transcript (exit 4, nothing written).
     pub fn refusal(&self) -> Option<Error> {
         let reason = self.plan.decision.reasons.iter().find(|r| r.code == policy::ReasonCode::CheckpointRefused)?;
-        Some(Error::Failed(format!("{}: {}", self.transcript_name.display(), reason.message)))
+        Some(Error::CheckpointRefused { file: self.transcript_name.clone(), reason: reason.message.clone() })
     }
 
     pub fn decision_json(&self) -> String {
@@ -248,9 +248,7 @@ pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -
     if !settings.dry_run {
         if let (Some(_), Some(cmd)) = (proposal.compaction(), &config.hooks.pre_compact) {
             let payload = hook_payload("pre_compact", proposal.decision(), name, None);
-            if let Verdict::Deny(reason) =
-                hooks::pre_compact(cmd, &payload, config.hooks.timeout_secs).map_err(Error::Failed)?
-            {
+            if let Verdict::Deny(reason) = hooks::pre_compact(cmd, &payload, config.hooks.timeout_secs)? {
                 proposal.deny(&reason);
             }
         }
@@ -289,25 +287,19 @@ fn summarize(cmd: &str, t: &Transcript<'_>, items: &[usize], timeout: u64) -> Re
     // The records as they are in the input (each one JSON object, checked when read).
     let records: Vec<&str> = items.iter().map(|&i| t.line_text(t.items[i].record).trim()).collect();
     let input = format!("[{}]", records.join(","));
-    let done =
-        hooks::run_command(cmd, input.as_bytes(), timeout).map_err(|e| Error::Failed(format!("summarizer: {e}")))?;
+    let failed = |failure| Error::Command { which: crate::error::Command::Summarizer, command: cmd.into(), failure };
+    let done = hooks::run_command(cmd, input.as_bytes(), timeout).map_err(failed)?;
     match done.code {
-        Some(0) if done.stdout_cut => Err(Error::Failed(format!(
-            "summarizer `{cmd}` printed more than {} bytes, the most a summary may hold",
-            hooks::OUTPUT_LIMIT
-        ))),
+        Some(0) if done.stdout_cut => Err(failed(CommandFailure::TooLong(hooks::OUTPUT_LIMIT))),
         // The summarizer's text is injected as it printed it, line by line, but what could
         // drive a terminal or forge a line (controls, bidirectional marks, U+2028/U+2029)
         // is escaped as in every text the tool injects: it may echo the transcript.
         Some(0) if !done.stdout.trim().is_empty() => {
             Ok(done.stdout.trim_end().lines().map(crate::ui::escape).collect::<Vec<_>>().join("\n"))
         }
-        Some(0) => Err(Error::Failed(format!("summarizer `{cmd}` printed no summary"))),
-        code => Err(Error::Failed(format!(
-            "summarizer `{cmd}` failed ({}): {}",
-            code.map_or("killed by a signal".to_string(), |c| format!("exit code {c}")),
-            crate::ui::escape(done.stderr.trim())
-        ))),
+        Some(0) => Err(failed(CommandFailure::Empty)),
+        Some(code) => Err(failed(CommandFailure::Exit { code, stderr: crate::ui::escape(done.stderr.trim()) })),
+        None => Err(failed(CommandFailure::Killed { stderr: crate::ui::escape(done.stderr.trim()) })),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Running the user's hooks and summarizer (SPEC 6, 7): `sh -c CMD`, JSON on stdin,
 //! bounded by a timeout. Only commands from the user's configuration ever run here.
 
+use crate::error::{Command as Which, CommandFailure};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -30,7 +31,7 @@ pub enum Verdict {
 }
 
 /// Runs `sh -c cmd` with `input` on stdin; an error for a spawn failure or a timeout.
-pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finished, String> {
+pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finished, CommandFailure> {
     // Its own process group, so a timeout kills what it started too.
     let mut child = Command::new("sh")
         .arg("-c")
@@ -40,7 +41,7 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start `{cmd}`: {e}"))?;
+        .map_err(CommandFailure::Start)?;
     let pgid = child.id() as i32;
     let _group = crate::signals::track_group(pgid);
     let mut stdin = child.stdin.take().expect("piped stdin");
@@ -51,11 +52,11 @@ pub fn run_command(cmd: &str, input: &[u8], timeout_secs: u64) -> Result<Finishe
     });
     let out_rx = drain(child.stdout.take().expect("piped stdout"));
     let err_rx = drain(child.stderr.take().expect("piped stderr"));
-    let Some(status) = child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(|e| e.to_string())? else {
+    let Some(status) = child.wait_timeout(Duration::from_secs(timeout_secs)).map_err(CommandFailure::Wait)? else {
         // SAFETY: kill(2) with a negative pid signals the group this hook leads.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = child.wait();
-        return Err(format!("`{cmd}` timed out after {timeout_secs}s"));
+        return Err(CommandFailure::TimedOut(timeout_secs));
     };
     let _ = writer.join();
     // A background process the command left behind may hold the pipes open: read what
@@ -107,15 +108,14 @@ fn drain(mut pipe: impl Read + Send + 'static) -> Drained {
 
 /// Runs a pre-compact hook: exit 0 allows unless stdout says `{"decision":"deny"}`;
 /// exit 2 denies with stderr as the reason; anything else is a failure.
-pub fn pre_compact(cmd: &str, payload: &str, timeout_secs: u64) -> Result<Verdict, String> {
-    let f = run_command(cmd, payload.as_bytes(), timeout_secs)?;
+pub fn pre_compact(cmd: &str, payload: &str, timeout_secs: u64) -> crate::error::Result<Verdict> {
+    let failed = |failure| crate::error::Error::Command { which: Which::PreCompactHook, command: cmd.into(), failure };
+    let f = run_command(cmd, payload.as_bytes(), timeout_secs).map_err(failed)?;
     match f.code {
         Some(0) => Ok(json_verdict(&f.stdout)),
         Some(2) => Ok(Verdict::Deny(first_line(&f.stderr, "denied by exit code 2"))),
-        Some(c) => {
-            Err(format!("pre-compact hook `{cmd}` failed with exit code {c}: {}", first_line(&f.stderr, "no message")))
-        }
-        None => Err(format!("pre-compact hook `{cmd}` was killed by a signal")),
+        Some(code) => Err(failed(CommandFailure::Exit { code, stderr: first_line(&f.stderr, "no message") })),
+        None => Err(failed(CommandFailure::Killed { stderr: first_line(&f.stderr, "no message") })),
     }
 }
 
@@ -131,14 +131,13 @@ fn json_verdict(stdout: &str) -> Verdict {
 }
 
 /// Runs a post-compact hook; an error is reported as a warning by the caller.
-pub fn post_compact(cmd: &str, payload: &str, timeout_secs: u64) -> Result<(), String> {
-    let f = run_command(cmd, payload.as_bytes(), timeout_secs)?;
+pub fn post_compact(cmd: &str, payload: &str, timeout_secs: u64) -> crate::error::Result<()> {
+    let failed = |failure| crate::error::Error::Command { which: Which::PostCompactHook, command: cmd.into(), failure };
+    let f = run_command(cmd, payload.as_bytes(), timeout_secs).map_err(failed)?;
     match f.code {
         Some(0) => Ok(()),
-        Some(c) => {
-            Err(format!("post-compact hook `{cmd}` failed with exit code {c}: {}", first_line(&f.stderr, "no message")))
-        }
-        None => Err(format!("post-compact hook `{cmd}` was killed by a signal")),
+        Some(code) => Err(failed(CommandFailure::Exit { code, stderr: first_line(&f.stderr, "no message") })),
+        None => Err(failed(CommandFailure::Killed { stderr: first_line(&f.stderr, "no message") })),
     }
 }
 

@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 use crate::formats::InputFormat;
 use crate::source::Opened;
 use crate::ui;
-use globset::GlobBuilder;
 use crate::walk::Met;
+use globset::GlobBuilder;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
@@ -215,7 +215,9 @@ impl<'a> Walk<'a> {
                 // Only folders can hold the out-dir; a file is never canonicalized.
                 Met::Folder(e) => {
                     return Ok(e.depth() == 0
-                        || !self.exclude.is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x))))
+                        || !self
+                            .exclude
+                            .is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x))))
                 }
                 Met::Other(e) => self.entry(e.path(), e.path_is_symlink(), Ok(e.file_type()), out),
                 Met::Failed { path, error, broken_link: true } => self.entry(path, true, Err(error), out),

@@ -92,8 +92,52 @@ pub enum Error {
     Write { path: PathBuf, source: io::Error },
     /// Misuse of the command line found before reading input: exit 2.
     Usage(String),
-    /// A hook or summarizer failed, or a checkpoint was refused: exit 4.
+    /// One of the user's commands (a hook, the summarizer) failed: exit 4.
+    Command { which: Command, command: String, failure: CommandFailure },
+    /// A local checkpoint was refused (its turns overlap, or it would not shrink the
+    /// context): exit 4, nothing written.
+    CheckpointRefused { file: PathBuf, reason: String },
+    /// Any other failure of an action (an output not accepted, a row not written): exit 4.
     Failed(String),
+}
+
+/// Which of the user's commands it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    PreCompactHook,
+    PostCompactHook,
+    Summarizer,
+}
+
+impl Command {
+    /// How messages name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::PreCompactHook => "pre-compact hook",
+            Command::PostCompactHook => "post-compact hook",
+            Command::Summarizer => "summarizer",
+        }
+    }
+}
+
+/// How one of the user's commands failed.
+#[derive(Debug)]
+pub enum CommandFailure {
+    /// It could not be started (`sh` missing, too many processes).
+    Start(io::Error),
+    /// Waiting for it failed.
+    Wait(io::Error),
+    /// It was still running after this many seconds, and was killed with what it started.
+    TimedOut(u64),
+    /// It exited with this code; what it printed on stderr (escaped, the first line for a
+    /// hook, the whole of it for the summarizer).
+    Exit { code: i32, stderr: String },
+    /// A signal ended it.
+    Killed { stderr: String },
+    /// The summarizer printed more than this many bytes.
+    TooLong(usize),
+    /// The summarizer printed nothing.
+    Empty,
 }
 
 impl Error {
@@ -122,7 +166,9 @@ impl Error {
         match self {
             Error::BadLine { .. } | Error::BadInput { .. } | Error::Read { .. } => Exit::BadInput,
             Error::Usage(_) => Exit::Usage,
-            Error::Write { .. } | Error::Failed(_) => Exit::Failed,
+            Error::Write { .. } | Error::Command { .. } | Error::CheckpointRefused { .. } | Error::Failed(_) => {
+                Exit::Failed
+            }
         }
     }
 
@@ -153,7 +199,33 @@ impl fmt::Display for Error {
             }
             Error::Write { path, source } => write!(f, "{}: cannot write: {source}", path.display()),
             Error::Usage(m) | Error::Failed(m) => f.write_str(m),
+            Error::Command { which, command, failure } => command_failed(f, *which, command, failure),
+            Error::CheckpointRefused { file, reason } => write!(f, "{}: {reason}", file.display()),
         }
+    }
+}
+
+/// The words of a command's failure (a hook's name its stderr's first line; the
+/// summarizer's the whole of it).
+fn command_failed(f: &mut fmt::Formatter<'_>, which: Command, cmd: &str, failure: &CommandFailure) -> fmt::Result {
+    let (name, summarizer) = (which.as_str(), which == Command::Summarizer);
+    let lead = if summarizer { "summarizer: " } else { "" };
+    match failure {
+        CommandFailure::Start(e) => write!(f, "{lead}cannot start `{cmd}`: {e}"),
+        CommandFailure::Wait(e) => write!(f, "{lead}{e}"),
+        CommandFailure::TimedOut(secs) => write!(f, "{lead}`{cmd}` timed out after {secs}s"),
+        CommandFailure::Exit { code, stderr } if summarizer => {
+            write!(f, "{name} `{cmd}` failed (exit code {code}): {stderr}")
+        }
+        CommandFailure::Exit { code, stderr } => write!(f, "{name} `{cmd}` failed with exit code {code}: {stderr}"),
+        CommandFailure::Killed { stderr } if summarizer => {
+            write!(f, "{name} `{cmd}` failed (killed by a signal): {stderr}")
+        }
+        CommandFailure::Killed { .. } => write!(f, "{name} `{cmd}` was killed by a signal"),
+        CommandFailure::TooLong(limit) => {
+            write!(f, "{name} `{cmd}` printed more than {limit} bytes, the most a summary may hold")
+        }
+        CommandFailure::Empty => write!(f, "{name} `{cmd}` printed no summary"),
     }
 }
 
@@ -161,6 +233,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Read { source, .. } | Error::Write { source, .. } => Some(source),
+            Error::Command { failure: CommandFailure::Start(e) | CommandFailure::Wait(e), .. } => Some(e),
             _ => None,
         }
     }
