@@ -12,6 +12,8 @@ use crate::tokens;
 use crate::transcript::{EventRef, RecordKind, Synthetic, Transcript};
 use serde::Serialize;
 
+mod report;
+
 /// One evaluation point.
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {
@@ -429,6 +431,46 @@ impl Summary {
     }
 }
 
+/// One input as `replay` reads it, handed to the caller's `then`.
+pub struct Loaded<'t> {
+    pub transcript: &'t Transcript<'t>,
+    pub replay: Replay,
+    /// The settings the replay ran under (its profile included).
+    pub settings: crate::engine::Settings,
+    /// Warnings for people: the importer's, the configuration's, flags that have no
+    /// effect, and a context window below the figures.
+    pub warnings: Vec<String>,
+}
+
+/// Replays one input as `replay` does (never running a hook or a summarizer): read and
+/// imported, under the profile of the agent that wrote it when `follow_agent` (else the
+/// settings' own), the configuration laid on, the trigger at every point; `then` gets
+/// it. The command line and the Python package both call this.
+pub fn replay_input<T>(
+    input: &crate::inputs::Input,
+    settings: &crate::engine::Settings,
+    follow_agent: bool,
+    then: impl FnOnce(Loaded<'_>) -> crate::error::Result<T>,
+) -> crate::error::Result<T> {
+    let canonical = crate::engine::load(input, settings.input_format)?;
+    let mut warnings = canonical.warnings.clone();
+    let mut settings = settings.clone();
+    settings.input_format = canonical.format;
+    if follow_agent {
+        settings = settings.with_profile(crate::config::Profile::of_format(canonical.format));
+    }
+    let t = crate::transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
+    canonical.accounting_of(&t, &input.path)?;
+    let layered = settings.config_for(t.session.as_ref(), &input.path)?;
+    warnings.extend(layered.warnings.iter().cloned());
+    let profile = settings.profile();
+    let replay = replay(&t, &layered.config, profile.as_str(), &|l| canonical.source_line(l));
+    warnings.extend(settings.inert(&layered.config, &input.path));
+    let highest = replay.points.iter().map(|p| p.used).max();
+    warnings.extend(crate::engine::over_window(&layered.config, highest, t.session.as_ref(), &input.path));
+    then(Loaded { transcript: &t, replay, settings, warnings })
+}
+
 /// For a library caller: `replay --json` of a transcript file, under `profile` (the
 /// profile of the file's agent when `None`).
 pub fn replay_file(
@@ -436,15 +478,9 @@ pub fn replay_file(
     settings: &crate::engine::Settings,
     profile: Option<crate::config::Profile>,
 ) -> crate::error::Result<String> {
-    let raw = crate::source::Opened::file(path)?.read_all()?;
-    let canonical = crate::formats::import(raw, path, settings.input_format)?;
-    let s =
-        settings.clone().with_profile(profile.unwrap_or_else(|| crate::config::Profile::of_format(canonical.format)));
-    let t = crate::transcript::parse(&canonical.bytes, path).map_err(|e| canonical.relocate(e))?;
-    canonical.accounting_of(&t, path)?;
-    let layered = s.config_for(t.session.as_ref(), path)?;
-    let r = replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
-    Ok(r.json_lines())
+    let s = profile.map_or_else(|| settings.clone(), |p| settings.clone().with_profile(p));
+    let input = crate::inputs::Input::file(path.to_path_buf());
+    replay_input(&input, &s, profile.is_none(), |loaded| Ok(loaded.replay.json_lines()))
 }
 
 /// At each predicted firing (the first `max`), the transcript up to that point
