@@ -73,37 +73,3 @@ pub(super) fn jobs(asked: usize) -> usize {
         asked.min(cores)
     }
 }
-
-/// The rows of a dataset, in order: each row's line number and its text (or why it is
-/// not text), streamed; `only` keeps one row. Blank lines are not rows. Returns the
-/// number of lines read.
-pub(super) fn for_each_row(
-    input: &Input,
-    only: Option<u64>,
-    mut f: impl FnMut(usize, std::result::Result<&str, (usize, String)>) -> Result<()>,
-) -> Result<usize> {
-    let mut reader = input.open()?.into_reader();
-    let limit = crate::source::max_input_bytes();
-    let mut raw = Vec::new();
-    let mut n = 0usize;
-    loop {
-        raw.clear();
-        let read = crate::source::read_line_bounded(&mut reader, &mut raw, limit)
-            .map_err(|e| crate::source::broken_at(&input.path, n + 1, &raw, &e))?;
-        if read == 0 {
-            return Ok(n);
-        }
-        n += 1;
-        if only.is_some_and(|k| k != n as u64) {
-            continue;
-        }
-        match crate::dataset::line_text(&raw, n) {
-            Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => f(n, Ok(text))?,
-            Err(column) => f(n, Err((column, crate::error::NOT_UTF8.to_string())))?,
-        }
-        if only.is_some() {
-            return Ok(n);
-        }
-    }
-}

@@ -1,8 +1,9 @@
 //! `decide`: the decision and its reasons for people (with the per-turn chart), or as
 //! JSON for programs; for a dataset, one decision per row (or the row `--line` names).
 
-use super::common::{for_each_row, print_warnings, settings, single_input, stdout_write};
+use super::common::{print_warnings, settings, single_input, stdout_write};
 use super::DecideArgs;
+use crate::dataset::for_each_row;
 use crate::engine::process_input;
 use crate::engine::{self, Processed, Settings};
 use crate::error::{Error, Exit, Result};

@@ -1,6 +1,10 @@
 //! `validate`: every broken invariant of a canonical transcript, with file and line
 //! (SPEC 9). Unlike `run`, it keeps going past a bad line to report all of them.
 
+mod inputs;
+
+pub use inputs::{validate_inputs, Report};
+
 use crate::transcript::{self, Event, RecordKind, Synthetic, Transcript};
 use serde::Serialize;
 use serde_json::Value;
