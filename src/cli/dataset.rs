@@ -83,25 +83,8 @@ fn run_with(
     if rejects_failed.is_some() {
         failed.push(Exit::Failed);
     }
-    // Rows are the lines that are not blank, as `validate` and `stats` count them.
-    let rows = total.lines - total.blank;
-    let blank = if total.blank > 0 { format!(" (and {} blank line(s))", total.blank) } else { String::new() };
-    let what = if settings.skip_bad_lines { "bad, left out" } else { "bad, echoed" };
-    let over = if total.over_target > 0 { format!(", {} over the target", total.over_target) } else { String::new() };
-    crate::ui::note(&format!(
-        "{rows} row(s){blank}: {} shortened, {} changed but not shorter, {} unchanged, {} {what}{over}",
-        total.shortened,
-        total.changed - total.shortened,
-        rows - total.changed - total.bad,
-        total.bad
-    ));
-    let code = match failed[..] {
-        // A single input keeps its own exit code (3 for bad input).
-        [code] if inputs.len() == 1 => code,
-        [] if total.bad == 0 => Exit::Ok,
-        _ => Exit::Failed,
-    };
-    (code, rejects_failed)
+    crate::ui::note(&total.summary_line(settings.skip_bad_lines));
+    (total.exit(inputs.len(), &failed), rejects_failed)
 }
 
 /// What the command line does as a stream goes: the bar, and each bad line on stderr

@@ -170,8 +170,7 @@ fn run_batch(
 ) -> Result<Exit> {
     crate::signals::graceful();
     let progress = io::stderr().is_terminal() && !io::stdout().is_terminal() && inputs.len() > 1;
-    let (mut failed, mut compacted, mut skipped) = (0, 0, 0);
-    let mut single_error = None;
+    let mut summary = crate::report::BatchSummary::new(inputs.len());
     let mut closed = None;
     let process = |input: &Input| {
         process_input(input, settings, |done| {
@@ -201,12 +200,12 @@ fn run_batch(
     };
     crate::batch::for_each(inputs, jobs(args.jobs), progress, process, |k, r| {
         match r {
-            None => skipped += 1,
+            None => summary.not_started += 1,
             Some(Ok((line, warnings, changed, emitted))) => {
                 for w in &warnings {
                     crate::ui::warn(w);
                 }
-                compacted += usize::from(changed);
+                summary.done(changed);
                 if inputs.len() == 1 {
                     crate::ui::note(&line);
                 }
@@ -216,9 +215,8 @@ fn run_batch(
                 }
             }
             Some(Err(e)) => {
-                failed += 1;
+                summary.failed(&e);
                 crate::ui::error(&e.to_string());
-                single_error = Some(e.exit());
                 // One chat line per session, in input order, even for one that failed: a
                 // line that says so keeps the lines matched to the files.
                 if lines && args.output_format == OutputFormat::Openai {
@@ -235,20 +233,9 @@ fn run_batch(
     if let Some(e) = closed.or_else(|| w.flush().err()) {
         return Err(Error::stdout(e));
     }
-    let total = inputs.len();
-    let done = total - skipped;
-    let stopped = if skipped > 0 { format!(", {skipped} not started (interrupted)") } else { String::new() };
-    crate::ui::note(&format!(
-        "{total} file(s): {compacted} compacted, {} unchanged, {failed} failed{stopped}",
-        done - compacted - failed
-    ));
+    crate::ui::note(&summary.line());
     crate::signals::finish();
-    Ok(match (total, failed, single_error) {
-        // A single input keeps its own exit code (3 for bad input, 4 for a hook failure).
-        (1, 1, Some(code)) => code,
-        (_, 0, _) => Exit::Ok,
-        _ => Exit::Failed,
-    })
+    Ok(summary.exit())
 }
 
 /// The chat line of a session that could not be read or compacted: no messages, and

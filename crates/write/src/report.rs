@@ -226,3 +226,89 @@ pub fn decide_file(path: &std::path::Path, settings: &crate::engine::Settings) -
     done.accounting = accounting;
     Ok(decision_with_turns(&done))
 }
+
+/// What a batch of transcripts (`run` over several inputs, or into an out-dir) came to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BatchSummary {
+    pub total: usize,
+    pub compacted: usize,
+    pub failed: usize,
+    /// Inputs a signal stopped before they started.
+    pub not_started: usize,
+    /// The exit code of the last failure (a single input keeps its own).
+    #[serde(skip)]
+    pub last_failure: Option<crate::error::Exit>,
+}
+
+impl BatchSummary {
+    pub fn new(total: usize) -> Self {
+        BatchSummary { total, ..BatchSummary::default() }
+    }
+
+    /// One input done: whether its plan changed the transcript.
+    pub fn done(&mut self, changed: bool) {
+        self.compacted += usize::from(changed);
+    }
+
+    /// One input failed, with this error.
+    pub fn failed(&mut self, e: &crate::error::Error) {
+        self.failed += 1;
+        self.last_failure = Some(e.exit());
+    }
+
+    pub fn unchanged(&self) -> usize {
+        self.total - self.not_started - self.compacted - self.failed
+    }
+
+    /// The closing line `run` prints.
+    pub fn line(&self) -> String {
+        let stopped = if self.not_started > 0 {
+            format!(", {} not started (interrupted)", self.not_started)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} file(s): {} compacted, {} unchanged, {} failed{stopped}",
+            self.total,
+            self.compacted,
+            self.unchanged(),
+            self.failed
+        )
+    }
+
+    /// A single input keeps its own exit code (3 for bad input, 4 for a hook failure);
+    /// a batch with a failure is 4; else 0.
+    pub fn exit(&self) -> crate::error::Exit {
+        use crate::error::Exit;
+        match (self.total, self.failed, self.last_failure) {
+            (1, 1, Some(code)) => code,
+            (_, 0, _) => Exit::Ok,
+            _ => Exit::Failed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchSummary;
+    use crate::error::{Error, Exit};
+
+    #[test]
+    fn a_batch_says_what_became_of_each_input_and_exits_as_documented() {
+        let bad = Error::bad_input(std::path::Path::new("a.jsonl"), "broken");
+        let mut one = BatchSummary::new(1);
+        one.failed(&bad);
+        assert_eq!(
+            (one.exit(), one.line().as_str()),
+            (Exit::BadInput, "1 file(s): 0 compacted, 0 unchanged, 1 failed")
+        );
+        let mut many = BatchSummary::new(4);
+        many.done(true);
+        many.done(false);
+        many.failed(&bad);
+        many.not_started += 1;
+        assert_eq!(many.exit(), Exit::Failed, "a batch with a failure is 4, whatever the failure");
+        assert_eq!(many.line(), "4 file(s): 1 compacted, 1 unchanged, 1 failed, 1 not started (interrupted)");
+        assert_eq!(BatchSummary::new(3).exit(), Exit::Ok);
+    }
+}

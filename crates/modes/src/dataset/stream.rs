@@ -27,6 +27,38 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Rows: the lines that are not blank, as `validate` and `stats` count them.
+    pub fn rows(&self) -> usize {
+        self.lines - self.blank
+    }
+
+    /// The closing line `run` prints for a dataset (`skip_bad`: bad rows were left out,
+    /// not echoed).
+    pub fn summary_line(&self, skip_bad: bool) -> String {
+        let rows = self.rows();
+        let blank = if self.blank > 0 { format!(" (and {} blank line(s))", self.blank) } else { String::new() };
+        let what = if skip_bad { "bad, left out" } else { "bad, echoed" };
+        let over = if self.over_target > 0 { format!(", {} over the target", self.over_target) } else { String::new() };
+        format!(
+            "{rows} row(s){blank}: {} shortened, {} changed but not shorter, {} unchanged, {} {what}{over}",
+            self.shortened,
+            self.changed - self.shortened,
+            rows - self.changed - self.bad,
+            self.bad
+        )
+    }
+
+    /// A dataset run's exit code: a single input keeps its own failure's (3 for bad
+    /// input); otherwise 4 when an input failed or a row was bad, else 0.
+    pub fn exit(&self, inputs: usize, failed: &[crate::error::Exit]) -> crate::error::Exit {
+        use crate::error::Exit;
+        match failed {
+            [code] if inputs == 1 => *code,
+            [] if self.bad == 0 => Exit::Ok,
+            _ => Exit::Failed,
+        }
+    }
+
     pub fn add(&mut self, other: &Counts) {
         self.lines += other.lines;
         self.changed += other.changed;
