@@ -274,45 +274,14 @@ fn nothing_emitted_note(input: &Input, done: &Processed<'_>, emit: Emit) {
     }
 }
 
-/// A session is written back in the agent's own format only with a compaction to record:
-/// without one (nothing planned, or a checkpoint refused) nothing is written (exit 4),
-/// and the error names the flags that would compact this session, when some would.
+/// A session is written back in the agent's own format only with a compaction to record
+/// (`resume::nothing_to_record` says what to do when there is none); `--dry-run` and
+/// `--emit` other than the transcript write nothing back.
 fn writes_back(args: &RunArgs, input: &Input, settings: &Settings, done: &Processed<'_>) -> Result<()> {
-    let Some(format) = done.output_format.resumes() else { return Ok(()) };
-    if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) || crate::resume::compacts(done) {
+    if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
         return Ok(());
     }
-    let d = &done.plan.decision;
-    let why = d.reasons.last().map_or(String::new(), |r| format!(": {}", crate::ui::escape(&r.message)));
-    let hint = if input.is_stdin() { None } else { compacting_flags(input, settings) };
-    let hint = hint.map_or_else(
-        || "no other path compacts it either (too little history)".to_string(),
-        |flags| format!("{flags} would compact it"),
-    );
-    Err(Error::Failed(format!(
-        "{}: --output-format {format} writes a session back with a compaction, and none was planned ({}{why}): nothing was written; {hint}",
-        input.display_name(),
-        d.action.as_str()
-    )))
-}
-
-/// The flags under which this input would be compacted: the agent runner's fallback, or
-/// a local checkpoint, asked for by hand.
-fn compacting_flags(input: &Input, settings: &Settings) -> Option<&'static str> {
-    use crate::config::{RuntimeKind, Setting};
-    let paths: [(&'static str, Vec<Setting>); 2] = [
-        ("--runtime agent-runner --manual", vec![Setting::Runtime(RuntimeKind::AgentRunner)]),
-        (
-            "--runtime conversation --no-native-compaction --manual",
-            vec![Setting::Runtime(RuntimeKind::Conversation), Setting::NativeCompaction(false)],
-        ),
-    ];
-    paths.into_iter().find_map(|(flags, settings_for)| {
-        let mut s = settings.with_flags(&settings_for);
-        (s.manual, s.dry_run) = (true, true);
-        let compacts = process_input(input, &s, |d| Ok(crate::resume::compacts(d) && !d.plan.refused())).ok()?;
-        compacts.then_some(flags)
-    })
+    crate::resume::nothing_to_record(input, settings, done).map_or(Ok(()), Err)
 }
 
 /// Writes one output to a writer.

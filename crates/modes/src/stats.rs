@@ -1,7 +1,10 @@
 //! `stats`: dataset totals over many transcripts — items, tokens reported and
 //! estimated, how many would take each action, and the tokens the fallback saves.
 
-use crate::engine::Processed;
+use crate::engine::{Processed, Settings};
+use crate::error::Error;
+use crate::formats::InputFormat;
+use crate::inputs::Input;
 use crate::policy::Action;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -131,4 +134,68 @@ impl Stats {
         }
         out
     }
+}
+
+/// One input's stats as `stats` counts them (`run --dry-run`'s decisions: no hooks, no
+/// files), and the error that ended it: a transcript, or a dataset (`dataset`, its
+/// format) whose rows are counted one by one, each bad row given to `bad` and counted
+/// as failed; a dataset keeps the rows read before its input broke off, as `run` writes
+/// them.
+pub fn input_stats(
+    input: &Input,
+    settings: &Settings,
+    dataset: Option<InputFormat>,
+    bad: &dyn Fn(&str),
+) -> (Stats, Option<Error>) {
+    if let Some(format) = dataset {
+        return dataset_stats(input, settings, format, bad);
+    }
+    let read = crate::engine::process_input(input, settings, |done| {
+        let mut one = Stats::new();
+        one.add(done);
+        Ok(one)
+    });
+    match read {
+        Ok(one) => (one, None),
+        Err(e) => (Stats::new(), Some(e)),
+    }
+}
+
+/// Stats over a dataset file, streamed: every line is a transcript; a bad line (invalid
+/// UTF-8 included, never replaced) is reported and counted as failed. An input that
+/// cannot be opened, or breaks off, gives its error beside the rows read before it.
+fn dataset_stats(
+    input: &Input,
+    settings: &Settings,
+    format: InputFormat,
+    bad: &dyn Fn(&str),
+) -> (Stats, Option<Error>) {
+    let mut s = settings.clone();
+    s.input_format = format;
+    let mut stats = Stats::new();
+    let mut reader = match input.open() {
+        Ok(opened) => opened.into_reader(),
+        Err(e) => return (stats, Some(e)),
+    };
+    let limit = crate::source::max_input_bytes();
+    let mut line = Vec::new();
+    for n in 1.. {
+        line.clear();
+        match crate::source::read_line_bounded(&mut reader, &mut line, limit) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return (stats, Some(crate::source::broken_at(&input.path, n, &line, &e))),
+        }
+        let message = match crate::dataset::line_text(&line, n) {
+            Ok(text) => crate::dataset::add_line_stats(text, &input.path, n, &s, &mut stats),
+            Err(column) => {
+                stats.failed += 1;
+                Some(format!("{}:{n}:{column}: {}", input.path.display(), crate::error::NOT_UTF8))
+            }
+        };
+        if let Some(m) = message {
+            bad(&m);
+        }
+    }
+    (stats, None)
 }

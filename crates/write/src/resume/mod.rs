@@ -22,8 +22,10 @@ mod claude_code;
 mod codex;
 mod gemini_cli;
 
-use crate::engine::Processed;
+use crate::engine::{Processed, Settings};
+use crate::error::Error;
 use crate::formats::InputFormat;
+use crate::inputs::Input;
 use crate::policy::{Step, Walk};
 use crate::transcript::Synthetic;
 use std::io::{self, Write};
@@ -56,6 +58,47 @@ pub fn write(w: &mut dyn Write, done: &Processed<'_>, format: InputFormat, origi
 /// Whether the plan is a compaction these formats can record.
 pub fn compacts(done: &Processed<'_>) -> bool {
     done.plan.replacement.is_some()
+}
+
+/// A session to be written back in the agent's own format with no compaction to record
+/// (nothing planned, or a checkpoint refused): nothing is written (exit 4), and the error
+/// names the flags that would compact this session, when some would.
+pub fn nothing_to_record(input: &Input, settings: &Settings, done: &Processed<'_>) -> Option<Error> {
+    let format = done.output_format.resumes()?;
+    if compacts(done) {
+        return None;
+    }
+    let d = &done.plan.decision;
+    let why = d.reasons.last().map_or(String::new(), |r| format!(": {}", crate::ui::escape(&r.message)));
+    let hint = if input.is_stdin() { None } else { compacting_flags(input, settings) };
+    let hint = hint.map_or_else(
+        || "no other path compacts it either (too little history)".to_string(),
+        |flags| format!("{flags} would compact it"),
+    );
+    Some(Error::Failed(format!(
+        "{}: --output-format {format} writes a session back with a compaction, and none was planned ({}{why}): nothing was written; {hint}",
+        input.display_name(),
+        d.action.as_str()
+    )))
+}
+
+/// The flags under which this input would be compacted: the agent runner's fallback, or
+/// a local checkpoint, asked for by hand.
+fn compacting_flags(input: &Input, settings: &Settings) -> Option<&'static str> {
+    use crate::config::{RuntimeKind, Setting};
+    let paths: [(&'static str, Vec<Setting>); 2] = [
+        ("--runtime agent-runner --manual", vec![Setting::Runtime(RuntimeKind::AgentRunner)]),
+        (
+            "--runtime conversation --no-native-compaction --manual",
+            vec![Setting::Runtime(RuntimeKind::Conversation), Setting::NativeCompaction(false)],
+        ),
+    ];
+    paths.into_iter().find_map(|(flags, settings_for)| {
+        let mut s = settings.with_flags(&settings_for);
+        (s.manual, s.dry_run) = (true, true);
+        let compacts = crate::engine::process_input(input, &s, |d| Ok(compacts(d) && !d.plan.refused())).ok()?;
+        compacts.then_some(flags)
+    })
 }
 
 /// The compacted context: what follows the new boundary, in order, and the figures of
