@@ -178,6 +178,23 @@ impl Settings {
     }
 }
 
+/// The input as read, for a session written back in the agent's own format.
+#[derive(Debug, Clone)]
+pub struct Original {
+    pub format: crate::formats::InputFormat,
+    pub bytes: std::sync::Arc<[u8]>,
+    /// For each canonical line (index 0 is line 1), the input record it restates.
+    pub records: Vec<Option<usize>>,
+}
+
+impl Original {
+    /// The input record an item was read from (an index among the input's records).
+    pub fn record_of(&self, t: &Transcript<'_>, item: usize) -> Option<usize> {
+        let line = t.records[t.items[item].record].line;
+        self.records.get(line.checked_sub(1)?).copied().flatten()
+    }
+}
+
 /// A processed transcript: the parsed input, its configuration and the plan.
 pub struct Processed<'a> {
     pub transcript: Transcript<'a>,
@@ -191,7 +208,7 @@ pub struct Processed<'a> {
     pub provenance: bool,
     /// The input as read and its format, kept when the transcript is written back in
     /// the agent's own format (`--output-format claude-code|codex`).
-    pub original: Option<(crate::formats::InputFormat, std::sync::Arc<[u8]>)>,
+    pub original: Option<Original>,
     /// Where every record of the input went (SPEC 1 "Accounting"): the importer's
     /// count, or the canonical transcript's own.
     pub accounting: transcript::Accounting,
@@ -418,7 +435,8 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
     // A mapped input that shrank meanwhile was read as zeros: nothing made of it counts,
     // and nothing made of it is committed while `f` writes.
     bytes.intact(&input.path)?;
-    done.original = original.map(|o| (canonical.format, o));
+    done.original =
+        original.map(|bytes| Original { format: canonical.format, bytes, records: canonical.source_records.clone() });
     done.warnings.splice(0..0, canonical.warnings.clone());
     let out = bytes.current(|| f(&done));
     bytes.intact(&input.path)?;

@@ -91,7 +91,9 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
         if let Some((_, segment)) = preserved.as_ref().filter(|(anchor, _)| anchor == uuid) {
             for &k in segment {
+                st.out.restating = Some(k);
                 st.record(records[k], PRESERVED);
+                st.out.restating = None;
             }
             st.restated_from = None;
             preserved = None;

@@ -18,6 +18,12 @@ pub struct Imported {
     pub lines: Vec<usize>,
     /// For each record, the input record it came from (an index into `fates`).
     origins: Vec<usize>,
+    /// For each record, the input record it restates: its origin, or the record named by
+    /// `restating` when it was pushed (what write-back copies it from).
+    sources: Vec<usize>,
+    /// The input record the records pushed now restate (a preserved segment restated
+    /// after a compaction's anchor); `None`: the current one.
+    pub restating: Option<usize>,
     /// The input line being imported, given to the records pushed now.
     pub line: usize,
     /// For each input record read, why it was left out, when an importer said so.
@@ -56,6 +62,7 @@ impl Imported {
         self.records.push(record);
         self.lines.push(line);
         self.origins.push(origin);
+        self.sources.push(self.restating.unwrap_or(origin));
     }
 
     /// Removes the last record (an importer that finds it was not history after all);
@@ -63,6 +70,7 @@ impl Imported {
     pub fn pop(&mut self, why: Skip) -> Option<Value> {
         let record = self.records.pop()?;
         self.lines.pop();
+        self.sources.pop();
         if let Some(origin) = self.origins.pop() {
             self.leave_out_at(origin, why);
         }
@@ -128,6 +136,12 @@ impl Imported {
             return None;
         }
         Some(std::iter::once(1).chain(self.lines.iter().copied()).collect())
+    }
+
+    /// The input record each canonical line restates (an index among the input's
+    /// records, in order), `None` for the session line.
+    pub fn source_records(&self) -> Vec<Option<usize>> {
+        std::iter::once(None).chain(self.sources.iter().copied().map(Some)).collect()
     }
 
     /// Canonical JSONL: the session record first, then the records.

@@ -123,6 +123,9 @@ pub struct Canonical {
     /// Where every input record went; `None` for canonical input, whose transcript
     /// tells it once read ([`crate::transcript::Transcript::accounting`]).
     pub accounting: Option<crate::transcript::Accounting>,
+    /// For each canonical line (index 0 is line 1), the input record it restates (an
+    /// index among the input's records), for write-back; empty for canonical input.
+    pub source_records: Vec<Option<usize>>,
 }
 
 impl Canonical {
@@ -196,6 +199,7 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
                 warnings: Vec::new(),
                 source_lines: None,
                 accounting: None,
+                source_records: Vec::new(),
             };
             return Ok(canonical);
         }
@@ -210,7 +214,15 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     accounting.ensure_items(file, format.as_str())?;
     let warnings = imported.warnings(file, format.as_str());
     let source_lines = imported.source_lines();
-    Ok(Canonical { bytes: imported.to_jsonl().into(), format, warnings, source_lines, accounting: Some(accounting) })
+    let source_records = imported.source_records();
+    Ok(Canonical {
+        bytes: imported.to_jsonl().into(),
+        format,
+        warnings,
+        source_lines,
+        accounting: Some(accounting),
+        source_records,
+    })
 }
 
 /// The records of `raw` under one format; `None` for canonical input (read as it is).

@@ -170,7 +170,8 @@ impl Case<'_> {
             return Err(e);
         }
         if let Some(f) = s.output_format.resumes() {
-            done.original = Some((f, original.into()));
+            let records = canonical.source_records.clone();
+            done.original = Some(engine::Original { format: f, bytes: original.into(), records });
         }
         let mut out = Vec::new();
         for o in output::produced(&done) {

@@ -440,7 +440,7 @@ impl Output {
                     w.write_all(b"\n")
                 }
                 OutputFormat::ClaudeCode | OutputFormat::Codex | OutputFormat::GeminiCli => match &done.original {
-                    Some((format, bytes)) => crate::resume::write(w, done, *format, bytes),
+                    Some(o) => crate::resume::write(w, done, o.format, &o.bytes),
                     None => Err(io::Error::other("the input as read was not kept")),
                 },
             },

@@ -90,17 +90,24 @@ impl<'v> Session<'v> {
         }
     }
 
-    /// The records an item came from: an API message's records, or the record whose
-    /// uuid the item's id carries (`uuid` or `uuid#k` for a result of several).
+    /// The records an item came from: the input record the importer read it from (for a
+    /// preserved segment restated after a compaction, the record it restates), and for
+    /// an API message every record of that message; by what those records hold, never
+    /// by decoding the item's id.
     fn sources(&self, done: &Processed<'_>, i: usize) -> Vec<usize> {
-        let item = &done.transcript.items[i];
-        // A preserved segment restated after a compaction names its records the same.
-        let id = item.id.strip_suffix(crate::formats::claude_code::PRESERVED).unwrap_or(&item.id);
-        match &item.kind {
+        let t = &done.transcript;
+        let Some(k) = done.original.as_ref().and_then(|o| o.record_of(t, i)) else { return Vec::new() };
+        let Some(r) = self.records.get(k) else { return Vec::new() };
+        let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
+        match &t.items[i].kind {
             ItemKind::Message { role: Role::Assistant, .. } => {
-                self.by_message.get(id).cloned().or_else(|| self.by_uuid.get(id).map(|&k| vec![k])).unwrap_or_default()
+                let message = r.get("message").and_then(|m| m.get("id")).and_then(Value::as_str);
+                message
+                    .and_then(|m| self.by_message.get(m).cloned())
+                    .or_else(|| self.by_uuid.get(uuid).map(|&k| vec![k]))
+                    .unwrap_or_default()
             }
-            _ => self.by_uuid.get(id.split('#').next().unwrap_or("")).map(|&k| vec![k]).unwrap_or_default(),
+            _ => self.by_uuid.get(uuid).map(|&k| vec![k]).unwrap_or_default(),
         }
     }
 
