@@ -63,7 +63,7 @@ impl Input {
         self.path == Path::new("-")
     }
 
-    /// Opens the input (once: a head read by [`Input::peek_format`] is handed over).
+    /// Opens the input (once: a head read by [`Input::peek_dataset`] is handed over).
     pub fn open(&self) -> Result<Opened> {
         if let Some(e) = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             return Err(Error::read(&self.path, e));
