@@ -604,3 +604,17 @@ fn provenance_marks_every_dataset_row_and_is_refused_where_it_cannot_act() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("add --output-format openai"), "{}", stderr(&o));
 }
+
+/// A pre-compact hook that fails fails for every row: the run stops at the first row it
+/// would compact, says why once, and exits 4; no row is counted bad for it.
+#[test]
+fn a_failing_hook_stops_a_dataset_run() {
+    let first = std::fs::read_to_string(DATA).unwrap().lines().next().unwrap().to_string();
+    let (_dir, path) = crate::support::temp_file("rows.jsonl", format!("{first}\n{first}\n").as_bytes());
+    let o = run(&["run", path_str(&path), "--max-total-tokens", "300", "--pre-compact-hook", "exit 7"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("pre-compact hook `exit 7` failed with exit code 7").count(), 1, "{err}");
+    assert!(!err.contains("rows.jsonl:1:"), "the failure is not a bad row: {err}");
+    assert!(!err.contains(" 1 bad") && !err.contains(" 2 bad"), "{err}");
+}

@@ -172,6 +172,13 @@ impl Error {
         }
     }
 
+    /// Whether it stops a dataset run rather than marking one row bad: a failed hook or
+    /// summarizer (the user's command fails the same way for every row) or another
+    /// failed action.
+    pub fn stops_a_dataset(&self) -> bool {
+        matches!(self, Error::Command { .. } | Error::Failed(_))
+    }
+
     /// Whether the cause is a reader that closed our stdout or pipe (`head`).
     pub fn is_closed_pipe(&self) -> bool {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);

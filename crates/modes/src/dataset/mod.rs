@@ -238,7 +238,8 @@ fn process_row(
         if let Some((t, spans)) = view::read(text, line_no) {
             let done = match engine::process_parsed(t, Path::new("line"), settings) {
                 Ok(d) => d,
-                Err(Error::Failed(m)) => return Err(Error::Failed(m)),
+                // A hook or summarizer that fails fails for every row: the run stops.
+                Err(e) if e.stops_a_dataset() => return Err(e),
                 Err(e) => return Ok(Written::Bad(format!("{}:{line_no}: {e}", file.display()))),
             };
             if settings.provenance {
@@ -295,7 +296,8 @@ fn canonical_decided(
     let name = Path::new("line");
     let done = match engine::process(&canonical, name, settings) {
         Ok(d) => d,
-        Err(Error::Failed(m)) => return Err(Error::Failed(m)),
+        // A hook or summarizer that fails fails for every row: the run stops.
+        Err(e) if e.stops_a_dataset() => return Err(e),
         Err(e) => return Ok(LineOutcome::Bad(format!("{}:{line_no}: {e}", file.display()))),
     };
     *decision = Some(Row::of(&done));
