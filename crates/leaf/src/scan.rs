@@ -4,7 +4,7 @@
 //! nesting). It never decides that a line is bad: wherever it is unsure it says `None`,
 //! and the line goes to `serde_json`, which accepts it or words the error.
 
-use crate::text::{escape_at, find_special, special_mask};
+use crate::text::{escape_at, find_special, special_mask32};
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -171,10 +171,10 @@ impl<'a> Scan<'a> {
         }
         let start = self.i;
         let (mut i, mut removed, mut escaped) = (start + 1, 0, false);
-        // Sixteen bytes at a time, every special byte of a block seen from its mask:
+        // Thirty-two bytes at a time, every special byte of a block seen from its mask:
         // one-letter escapes (most are) do not end the block.
-        'blocks: while let Some(mut mask) = special_mask(self.b, i) {
-            let mut next = i + 16;
+        'blocks: while let Some(mut mask) = special_mask32(self.b, i) {
+            let mut next = i + 32;
             while mask != 0 {
                 let k = mask.trailing_zeros() as usize;
                 let at = i + k;
@@ -205,7 +205,7 @@ impl<'a> Scan<'a> {
         }
         if self.b.get(i) != Some(&b'"') {
             // Not closed yet (`i` is never inside an escape): the last, fewer than
-            // sixteen, bytes.
+            // thirty-two, bytes.
             loop {
                 i = find_special(self.b, i);
                 match *self.b.get(i)? {

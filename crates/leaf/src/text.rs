@@ -376,6 +376,15 @@ pub fn special_mask(b: &[u8], i: usize) -> Option<u32> {
     Some(mask.cast_unsigned())
 }
 
+/// [`special_mask`] over thirty-two bytes (two blocks, the first lowest); `None` when
+/// fewer than thirty-two are left.
+#[inline]
+pub fn special_mask32(b: &[u8], i: usize) -> Option<u32> {
+    let lo = special_mask(b, i)?;
+    let hi = special_mask(b, i.checked_add(16)?)?;
+    Some(lo | hi << 16)
+}
+
 /// [`special_mask`] elsewhere, a byte at a time.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
