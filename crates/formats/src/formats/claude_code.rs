@@ -3,10 +3,10 @@
 //! `tool_result` blocks as calls and results, the compact boundary as a completed
 //! compaction.
 
-use super::common::{json_lines, message, text_of, tool_result, Imported};
+use super::common::{json_lines, message, text_of, tool_result, CallRecord, EventRecord, Imported};
 use crate::error::Result;
-use crate::transcript::Skip;
-use serde_json::{json, Map, Value};
+use crate::transcript::{Event, Role, Skip};
+use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -206,7 +206,7 @@ impl State {
                 self.out.leave_out(Skip::Empty);
                 return;
             }
-            self.out.push(Value::Object(message(&uuid, &format!("turn-{turn}"), "system", Value::Array(blocks))));
+            self.out.push(message(&uuid, &format!("turn-{turn}"), Role::System, Value::Array(blocks)));
         } else if ty == "assistant" {
             if let Some(m) = msg.get("model").and_then(Value::as_str).filter(|m| !m.starts_with('<')) {
                 self.model = Some(m.to_string());
@@ -218,15 +218,17 @@ impl State {
             }
             if !suffix.is_empty() {
                 // A restated message is not a model call of the new context.
-                self.out.records[at]["usage"] = super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached);
+                if let Some(m) = self.out.message_mut(at) {
+                    m.usage = Some(super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached));
+                }
             }
         } else {
             let content = msg.get("content").cloned().unwrap_or(Value::Null);
             // A record this tool wrote (`--output-format claude-code`) is its injected kind.
             if let Some(kind) = r.get(crate::formats::openhands::INJECTED_KEY).and_then(Value::as_str) {
-                let mut m = message(&uuid, &format!("turn-{turn}"), "user", json!(text_of(&content)));
-                m.insert("synthetic".into(), json!(kind));
-                self.out.push(Value::Object(m));
+                let mut m = message(&uuid, &format!("turn-{turn}"), Role::User, json!(text_of(&content)));
+                m.synthetic = Some(kind.to_string());
+                self.out.push(m);
                 return;
             }
             let is_prompt = !matches!(&content, Value::Array(a) if a.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")));
@@ -375,12 +377,15 @@ fn blocks(r: &Value) -> Vec<&Value> {
     }
 }
 
-fn boundary_event(r: &Value, n: usize) -> Value {
+fn boundary_event(r: &Value, n: usize) -> EventRecord {
     let meta = r.get("compactMetadata");
-    json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(), "id": format!("claude-compact-{n}"),
-        "trigger": meta.and_then(|m| m.get("trigger")).cloned().unwrap_or(Value::Null),
-        "pre_tokens": meta.and_then(|m| m.get("preTokens")).cloned().unwrap_or(Value::Null),
-        "source_uuid": r.get("uuid").cloned().unwrap_or(Value::Null)})
+    let field = |v: Option<&Value>| v.cloned().unwrap_or(Value::Null);
+    let fields = [
+        ("trigger", field(meta.and_then(|m| m.get("trigger")))),
+        ("pre_tokens", field(meta.and_then(|m| m.get("preTokens")))),
+        ("source_uuid", field(r.get("uuid"))),
+    ];
+    EventRecord::new(Event::CompactionCompleted, format!("claude-compact-{n}"), fields)
 }
 
 /// One record of an API message: joined with the others of the same `message.id`.
@@ -395,23 +400,24 @@ fn assistant(
 ) -> usize {
     let id = msg.get("id").and_then(Value::as_str).map_or_else(|| uuid.to_string(), |m| format!("{m}{suffix}"));
     let at = *groups.entry(id.clone()).or_insert_with(|| {
-        let mut m = message(&id, &format!("turn-{turn}"), "assistant", json!([]));
-        m.insert("tool_calls".into(), json!([]));
-        out.push(Value::Object(m));
-        out.records.len() - 1
+        let mut m = message(&id, &format!("turn-{turn}"), Role::Assistant, json!([]));
+        m.tool_calls = Some(Vec::new());
+        out.push(m)
     });
-    let record = out.records[at].as_object_mut().expect("an object");
+    let record = out.message_mut(at).expect("a message");
     for b in msg.get("content").and_then(Value::as_array).into_iter().flatten() {
         match b.get("type").and_then(Value::as_str) {
             Some("text") => {
-                push(record, "content", json!({"type": "text", "text": b.get("text").cloned().unwrap_or(json!(""))}));
+                if let Value::Array(blocks) = &mut record.content {
+                    blocks.push(json!({"type": "text", "text": b.get("text").cloned().unwrap_or(json!(""))}));
+                }
             }
             Some("tool_use") => {
                 let call_id = b.get("id").and_then(Value::as_str).unwrap_or("");
                 let name = b.get("name").and_then(Value::as_str).unwrap_or("");
                 names.insert(call_id.to_string(), name.to_string());
                 let args = b.get("input").cloned().unwrap_or(json!({}));
-                push(record, "tool_calls", json!({"id": call_id, "name": name, "arguments": args}));
+                record.push_call(CallRecord::new(call_id, name, &args));
             }
             _ => {} // thinking blocks are not resent as context text
         }
@@ -419,30 +425,21 @@ fn assistant(
     if let Some(u) = msg.get("usage") {
         let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
         // The usage repeats on every record of a message; the last record's wins.
-        record.insert(
-            "usage".into(),
-            super::common::usage(
-                n("input_tokens"),
-                n("cache_read_input_tokens"),
-                n("cache_creation_input_tokens"),
-                n("output_tokens"),
-                super::common::InputCount::Uncached,
-            ),
-        );
+        record.usage = Some(super::common::usage(
+            n("input_tokens"),
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+            n("output_tokens"),
+            super::common::InputCount::Uncached,
+        ));
     }
     at
-}
-
-fn push(record: &mut Map<String, Value>, key: &str, v: Value) {
-    if let Some(Value::Array(a)) = record.get_mut(key) {
-        a.push(v);
-    }
 }
 
 fn user(out: &mut Imported, names: &HashMap<String, String>, content: &Value, uuid: &str, turn: usize) {
     let turn = format!("turn-{turn}");
     let Value::Array(blocks) = content else {
-        out.push(Value::Object(message(uuid, &turn, "user", json!(text_of(content)))));
+        out.push(message(uuid, &turn, Role::User, json!(text_of(content))));
         return;
     };
     let mut text = Vec::new();
@@ -454,20 +451,13 @@ fn user(out: &mut Imported, names: &HashMap<String, String>, content: &Value, uu
             k += 1;
             let body = json!(text_of(b.get("content").unwrap_or(&Value::Null)));
             let failed = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-            out.push(Value::Object(tool_result(
-                &id,
-                &turn,
-                call_id,
-                names.get(call_id).map(String::as_str),
-                body,
-                failed,
-            )));
+            out.push(tool_result(&id, &turn, call_id, names.get(call_id).map(String::as_str), body, failed));
         } else if let Some(t) = b.get("text").and_then(Value::as_str) {
             text.push(t.to_string());
         }
     }
     if !text.is_empty() {
         let id = if k == 0 { uuid.to_string() } else { format!("{uuid}#text") };
-        out.push(Value::Object(message(&id, &turn, "user", json!(text.join("\n")))));
+        out.push(message(&id, &turn, Role::User, json!(text.join("\n"))));
     }
 }

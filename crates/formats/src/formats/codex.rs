@@ -2,9 +2,9 @@
 //! calls paired with their outputs by `call_id`, `token_count` usage attached to the
 //! latest assistant item, `turn_context` constraints, `compacted` history.
 
-use super::common::{json_lines, message, text_of, tool_result, Imported};
+use super::common::{json_lines, message, text_of, tool_result, CallRecord, CanonicalRecord, EventRecord, Imported};
 use crate::error::Result;
-use crate::transcript::Skip;
+use crate::transcript::{Event, Role, Skip};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -120,8 +120,8 @@ impl State {
             match r.get("instructions").and_then(Value::as_str).filter(|s| !s.trim().is_empty()) {
                 Some(text) => {
                     let turn = self.turn_id();
-                    self.out.push(Value::Object(message(&format!("L{line}"), &turn, "system", json!(text))));
-                    self.awaiting_context.push(self.out.records.len() - 1);
+                    let at = self.out.push(message(&format!("L{line}"), &turn, Role::System, json!(text)));
+                    self.awaiting_context.push(at);
                 }
                 None => self.out.leave_out(Skip::Header),
             }
@@ -135,7 +135,9 @@ impl State {
         if let Some(id) = s("turn_id") {
             // A user message written before its turn_context belongs to this turn.
             for &at in &self.awaiting_context {
-                self.out.records[at]["turn"] = json!(id);
+                if let Some(m) = self.out.message_mut(at) {
+                    m.turn.clone_from(&id);
+                }
             }
             self.turn = id;
         }
@@ -187,6 +189,12 @@ impl State {
 
     fn message(&mut self, p: &Value, id: &str) {
         let role = p.get("role").and_then(Value::as_str).unwrap_or("user");
+        // A role no canonical message has is a record of a kind this importer does not
+        // know: counted as such (it made a line the canonical reader refused).
+        let Ok(typed) = role.parse::<Role>() else {
+            self.out.skip(&format!("message/{role}"));
+            return;
+        };
         let text = text_of(p.get("content").unwrap_or(&Value::Null));
         // A text this tool injected (`--output-format codex`), known by its mark (never
         // by its text: a user can type that).
@@ -203,12 +211,9 @@ impl State {
             self.turns += 1;
         }
         let turn = self.turn_id();
-        let mut m = message(id, &turn, role, json!(text));
-        if let Some(kind) = injected {
-            m.insert("synthetic".into(), json!(kind));
-        }
-        self.out.push(Value::Object(m));
-        let at = self.out.records.len() - 1;
+        let mut m = message(id, &turn, typed, json!(text));
+        m.synthetic = injected.map(str::to_string);
+        let at = self.out.push(m);
         if role == "assistant" {
             self.assistant_at(at);
             return;
@@ -221,7 +226,9 @@ impl State {
                 self.awaiting_context.retain(|&k| k > last);
             }
             for &k in &self.awaiting_context {
-                self.out.records[k]["turn"] = json!(turn);
+                if let Some(m) = self.out.message_mut(k) {
+                    m.turn.clone_from(&turn);
+                }
             }
             self.prompted = Some(at);
             self.awaiting_context.push(at);
@@ -239,15 +246,12 @@ impl State {
             at
         } else {
             let turn = self.turn_id();
-            self.out.push(Value::Object(message(id, &turn, "assistant", json!(""))));
-            let at = self.out.records.len() - 1;
+            let at = self.out.push(message(id, &turn, Role::Assistant, json!("")));
             self.assistant_at(at);
             at
         };
-        let rec = self.out.records[at].as_object_mut().expect("an object");
-        let calls = rec.entry("tool_calls").or_insert_with(|| json!([]));
-        if let Value::Array(a) = calls {
-            a.push(json!({"id": call_id, "name": name, "arguments": args}));
+        if let Some(rec) = self.out.message_mut(at) {
+            rec.push_call(CallRecord::new(call_id, name, &args));
         }
     }
 
@@ -267,11 +271,9 @@ impl State {
         let turn = self.turn_id();
         let failed = refused(&text);
         let mut r = tool_result(id, &turn, call_id, self.names.get(call_id).map(String::as_str), json!(text), failed);
-        if let Some(code) = exit_code {
-            r.insert("exit_code".into(), json!(code));
-        }
-        self.out.push(Value::Object(r));
-        self.outputs.insert(call_id.to_string(), self.out.records.len() - 1);
+        r.exit_code = exit_code;
+        let at = self.out.push(r);
+        self.outputs.insert(call_id.to_string(), at);
     }
 
     fn event(&mut self, p: &Value, line: usize) {
@@ -296,8 +298,8 @@ impl State {
         };
         match self.outputs.get(call_id) {
             Some(&at) => {
-                if let Some(r) = self.out.records.get_mut(at).and_then(Value::as_object_mut) {
-                    r.entry("exit_code").or_insert(json!(code));
+                if let Some(r) = self.out.records.get_mut(at).and_then(CanonicalRecord::as_tool_result_mut) {
+                    r.exit_code.get_or_insert(code);
                 }
             }
             None => {
@@ -333,8 +335,7 @@ impl State {
             Some(at) if !self.usage_taken => at,
             Some(_) => {
                 let turn = self.turn_id();
-                self.out.push(Value::Object(message(&format!("L{line}"), &turn, "assistant", json!(""))));
-                let at = self.out.records.len() - 1;
+                let at = self.out.push(message(&format!("L{line}"), &turn, Role::Assistant, json!("")));
                 self.assistant_at(at);
                 self.open_assistant = None;
                 at
@@ -342,8 +343,8 @@ impl State {
             None => return, // no model call of this context yet (e.g. the compaction's own)
         };
         let usage = super::common::usage(input, cached, written, output, super::common::InputCount::WithCacheReads);
-        if let Some(rec) = self.out.records[at].as_object_mut() {
-            rec.insert("usage".into(), usage);
+        if let Some(rec) = self.out.message_mut(at) {
+            rec.usage = Some(usage);
         }
         self.usage_taken = true;
     }
@@ -356,8 +357,9 @@ impl State {
         let Some(Value::Object(changes)) = p.get("changes") else { return };
         let mut paths: Vec<&str> = changes.keys().map(String::as_str).collect();
         paths.extend(changes.values().filter_map(|c| c.get("update")?.get("move_path")?.as_str()));
-        self.out.push(json!({"type": "event", "name": crate::transcript::Event::FilesChanged.as_str(),
-            "id": format!("codex-patch-{}", self.out.records.len()), "call_id": p.get("call_id"), "paths": paths}));
+        let id = format!("codex-patch-{}", self.out.records.len());
+        let fields = [("call_id", json!(p.get("call_id"))), ("paths", json!(paths))];
+        self.out.push(EventRecord::new(Event::FilesChanged, id, fields));
     }
 
     /// `replacement_history` replaces what came before: a completed compaction, then the
@@ -367,8 +369,12 @@ impl State {
         self.drop_compaction_call(p);
         // Codex records no trigger and no pre-compaction figure: the figure is the
         // latest call's total (what its auto-compaction compared), the trigger auto.
-        self.out.push(json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(),
-            "id": format!("codex-compact-{}", self.compactions), "trigger": "auto", "pre_tokens": self.last_call_total}));
+        let fields = [("trigger", json!("auto")), ("pre_tokens", json!(self.last_call_total))];
+        self.out.push(EventRecord::new(
+            Event::CompactionCompleted,
+            format!("codex-compact-{}", self.compactions),
+            fields,
+        ));
         self.open_assistant = None;
         self.last_assistant = None;
         let history = p.get("replacement_history").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -393,9 +399,9 @@ impl State {
         self.turn = turn;
         // Usage belongs to the model calls after the compaction, never to a restated
         // item: a restated assistant message carries a usage of size 0 (no call).
-        for at in first..self.out.records.len() {
-            if self.out.records[at].get("role").and_then(Value::as_str) == Some("assistant") {
-                self.out.records[at]["usage"] = super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached);
+        for rec in self.out.records[first..].iter_mut().filter_map(CanonicalRecord::as_message_mut) {
+            if rec.role == Role::Assistant {
+                rec.usage = Some(super::common::usage(0, 0, 0, 0, super::common::InputCount::Uncached));
             }
         }
         self.open_assistant = None;
@@ -410,11 +416,12 @@ impl State {
     /// is dropped, and the figure before the compaction is the call before it.
     fn drop_compaction_call(&mut self, p: &Value) {
         let message = p.get("message").and_then(Value::as_str).unwrap_or("").trim_end();
-        let is_compaction_call = |r: &Value| {
-            let text = r.get("content").and_then(Value::as_str).unwrap_or("").trim();
-            r.get("role").and_then(Value::as_str) == Some("assistant")
-                && r.get("tool_calls").is_none()
-                && r.get("synthetic").is_none()
+        let is_compaction_call = |r: &CanonicalRecord| {
+            let Some(r) = r.as_message() else { return false };
+            let text = r.content.as_str().unwrap_or("").trim();
+            r.role == Role::Assistant
+                && r.tool_calls.is_none()
+                && r.synthetic.is_none()
                 && (text.is_empty() || (!message.is_empty() && message.ends_with(text)))
         };
         let mut dropped = false;

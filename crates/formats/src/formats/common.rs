@@ -2,8 +2,9 @@
 //! building canonical records.
 
 use crate::error::{Error, Result};
+pub use crate::transcript::record::{CallRecord, CanonicalRecord, EventRecord, MessageRecord, ToolResultRecord};
 pub use crate::transcript::text_of;
-use crate::transcript::{Accounting, Skip};
+use crate::transcript::{Accounting, Role, Skip, Usage};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -12,7 +13,7 @@ use std::path::Path;
 #[derive(Debug, Default)]
 pub struct Imported {
     pub session: Map<String, Value>,
-    pub records: Vec<Value>,
+    pub records: Vec<CanonicalRecord>,
     /// For each record, the 1-based line of the input it came from (0: a whole-file
     /// document, where lines are not tracked).
     pub lines: Vec<usize>,
@@ -51,23 +52,29 @@ impl Imported {
         self.fates.len().saturating_sub(1)
     }
 
-    /// Adds a record that comes from the current input record.
-    pub fn push(&mut self, record: Value) {
+    /// Adds a record that comes from the current input record; returns its index.
+    pub fn push(&mut self, record: impl Into<CanonicalRecord>) -> usize {
         let at = self.current();
-        self.push_from(at, self.line, record);
+        self.push_from(at, self.line, record)
     }
 
-    /// Adds a record that comes from input record `origin` (on `line`).
-    pub fn push_from(&mut self, origin: usize, line: usize, record: Value) {
-        self.records.push(record);
+    /// Adds a record that comes from input record `origin` (on `line`); returns its index.
+    pub fn push_from(&mut self, origin: usize, line: usize, record: impl Into<CanonicalRecord>) -> usize {
+        self.records.push(record.into());
         self.lines.push(line);
         self.origins.push(origin);
         self.sources.push(self.restating.unwrap_or(origin));
+        self.records.len() - 1
+    }
+
+    /// The message record at `at` (an index [`Imported::push`] returned).
+    pub fn message_mut(&mut self, at: usize) -> Option<&mut MessageRecord> {
+        self.records.get_mut(at).and_then(CanonicalRecord::as_message_mut)
     }
 
     /// Removes the last record (an importer that finds it was not history after all);
     /// its input record is then left out as `why`, unless another record holds it.
-    pub fn pop(&mut self, why: Skip) -> Option<Value> {
+    pub fn pop(&mut self, why: Skip) -> Option<CanonicalRecord> {
         let record = self.records.pop()?;
         self.lines.pop();
         self.sources.pop();
@@ -106,11 +113,10 @@ impl Imported {
     /// reason given (an event made of it is lifecycle; a record no rule took is counted
     /// as unaccounted, never dropped unseen).
     pub fn accounting(&self) -> Accounting {
-        let is_item = |r: &Value| matches!(r.get("type").and_then(Value::as_str), Some("message" | "tool_result"));
         let mut held = vec![0u8; self.fates.len()]; // 2: in an item, 1: in another record
         let mut a = Accounting { records: self.fates.len(), ..Accounting::default() };
         for (r, &origin) in self.records.iter().zip(&self.origins) {
-            let item = is_item(r);
+            let item = r.is_item();
             a.items += usize::from(item);
             if let Some(h) = held.get_mut(origin) {
                 *h = (*h).max(if item { 2 } else { 1 });
@@ -152,7 +158,7 @@ impl Imported {
         let mut out = Value::Object(session).to_string().into_bytes();
         out.push(b'\n');
         for r in &self.records {
-            out.extend(r.to_string().into_bytes());
+            serde_json::to_writer(&mut out, r).expect("a record serializes");
             out.push(b'\n');
         }
         out
@@ -215,14 +221,8 @@ fn json_err(e: &serde_json::Error, line: &str, file: &Path, line_no: usize) -> E
 }
 
 /// A canonical message record.
-pub fn message(id: &str, turn: &str, role: &str, content: Value) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("type".into(), json!("message"));
-    m.insert("id".into(), json!(id));
-    m.insert("turn".into(), json!(turn));
-    m.insert("role".into(), json!(role));
-    m.insert("content".into(), content);
-    m
+pub fn message(id: &str, turn: &str, role: Role, content: Value) -> MessageRecord {
+    MessageRecord::new(id, turn, role, content)
 }
 
 /// A canonical tool result record.
@@ -233,20 +233,16 @@ pub fn tool_result(
     name: Option<&str>,
     content: Value,
     is_error: bool,
-) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("type".into(), json!("tool_result"));
-    m.insert("id".into(), json!(id));
-    m.insert("turn".into(), json!(turn));
-    m.insert("call_id".into(), json!(call_id));
-    if let Some(n) = name {
-        m.insert("name".into(), json!(n));
+) -> ToolResultRecord {
+    ToolResultRecord {
+        id: id.into(),
+        turn: turn.into(),
+        call_id: call_id.into(),
+        name: name.map(str::to_string),
+        content,
+        is_error,
+        exit_code: None,
     }
-    m.insert("content".into(), content);
-    if is_error {
-        m.insert("is_error".into(), json!(true));
-    }
-    m
 }
 
 /// Tool-call arguments as canonical JSON: providers give an object, or a JSON string
@@ -271,13 +267,13 @@ pub enum InputCount {
 }
 
 /// Provider usage in canonical form (SPEC 1): `input_tokens` is uncached input only.
-pub fn usage(input: u64, cache_read: u64, cache_write: u64, output: u64, counted: InputCount) -> Value {
+pub fn usage(input: u64, cache_read: u64, cache_write: u64, output: u64, counted: InputCount) -> Usage {
     let input = match counted {
         InputCount::Uncached => input,
         InputCount::WithCacheReads => input.saturating_sub(cache_read),
         InputCount::WithCache => input.saturating_sub(cache_read.saturating_add(cache_write)),
     };
-    json!({"input_tokens": input, "cache_read_tokens": cache_read, "cache_write_tokens": cache_write, "output_tokens": output})
+    Usage { input_tokens: input, cache_read_tokens: cache_read, cache_write_tokens: cache_write, output_tokens: output }
 }
 
 #[cfg(test)]
@@ -287,10 +283,10 @@ mod tests {
     #[test]
     fn provider_usage_is_normalised_once() {
         let u = |c| usage(100, 30, 5, 7, c);
-        assert_eq!(u(InputCount::Uncached)["input_tokens"], 100);
-        assert_eq!(u(InputCount::WithCacheReads)["input_tokens"], 70);
-        assert_eq!(u(InputCount::WithCache)["input_tokens"], 65);
-        assert_eq!(usage(10, 30, 0, 0, InputCount::WithCacheReads)["input_tokens"], 0, "saturates");
+        assert_eq!(u(InputCount::Uncached).input_tokens, 100);
+        assert_eq!(u(InputCount::WithCacheReads).input_tokens, 70);
+        assert_eq!(u(InputCount::WithCache).input_tokens, 65);
+        assert_eq!(usage(10, 30, 0, 0, InputCount::WithCacheReads).input_tokens, 0, "saturates");
         assert_eq!(arguments(Some(&json!("{\"a\":1}"))), json!({"a": 1}));
         assert_eq!(arguments(Some(&json!("ls -la"))), json!("ls -la"));
         assert_eq!(arguments(Some(&json!({"a": 1}))), json!({"a": 1}));

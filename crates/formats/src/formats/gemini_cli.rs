@@ -14,9 +14,9 @@
 //! is kept (it feeds cumulative usage and the re-anchor facts), then a completed
 //! compaction, then the new history, restated.
 
-use super::common::{json_document, message, text_of, tool_result, Imported};
+use super::common::{json_document, message, text_of, tool_result, CallRecord, EventRecord, Imported};
 use crate::error::{Error, Result};
-use crate::transcript::Skip;
+use crate::transcript::{Event, Role, Skip, Usage};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -293,8 +293,11 @@ impl State {
             self.out.push_from(
                 origin,
                 line,
-                json!({"type": "event", "name": crate::transcript::Event::CompactionCompleted.as_str(),
-                    "id": format!("gemini-compress-{}", self.compactions), "trigger": "auto", "pre_tokens": self.last_prompt}),
+                EventRecord::new(
+                    Event::CompactionCompleted,
+                    format!("gemini-compress-{}", self.compactions),
+                    [("trigger", json!("auto")), ("pre_tokens", json!(self.last_prompt))],
+                ),
             );
         }
     }
@@ -374,11 +377,9 @@ impl State {
             self.workspace = workspace_of(trimmed);
         }
         let item = self.item_id(id, m);
-        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), "user", json!(text));
-        if let Some(kind) = injected {
-            rec.insert("synthetic".into(), json!(kind));
-        }
-        self.out.push_from(l.origin, l.line, Value::Object(rec));
+        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), Role::User, json!(text));
+        rec.synthetic = injected.map(str::to_string);
+        self.out.push_from(l.origin, l.line, rec);
     }
 
     fn reply(&mut self, l: &Live, answered: &mut HashSet<String>, open: &mut Vec<(String, String)>) {
@@ -423,17 +424,15 @@ impl State {
             self.out.leave_out_at(l.origin, Skip::Empty);
             return;
         }
-        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), "assistant", json!(text));
-        if !calls.is_empty() {
-            let list: Vec<Value> =
-                calls.iter().map(|(c, n, a, _)| json!({"id": c, "name": n, "arguments": a})).collect();
-            rec.insert("tool_calls".into(), Value::Array(list));
+        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), Role::Assistant, json!(text));
+        for (c, n, a, _) in &calls {
+            rec.push_call(CallRecord::new(c.as_str(), n.as_str(), a));
         }
         if let Some(u) = usage(m.get("tokens")) {
-            rec.insert("usage".into(), u);
+            rec.usage = Some(u);
             self.last_prompt = prompt_tokens(m.get("tokens"));
         }
-        self.out.push_from(l.origin, l.line, Value::Object(rec));
+        self.out.push_from(l.origin, l.line, rec);
         open.clear();
         open.extend(calls.iter().map(|(c, n, _, _)| (c.clone(), n.clone())));
         // A call's recorded result is sent right after the reply (`<id>_response`).
@@ -463,10 +462,8 @@ impl State {
     fn push_result(&mut self, l: &Live, id: &str, call: &str, name: Option<&str>, body: String, failed: bool) {
         let code = exit_code(&body);
         let mut r = tool_result(id, &format!("turn-{}", self.turn.max(1)), call, name, json!(body), failed);
-        if let Some(code) = code {
-            r.insert("exit_code".into(), json!(code));
-        }
-        self.out.push_from(l.origin, l.line, Value::Object(r));
+        r.exit_code = code;
+        self.out.push_from(l.origin, l.line, r);
     }
 
     fn finish(mut self) -> Imported {
@@ -652,7 +649,7 @@ fn exit_code(text: &str) -> Option<i64> {
 /// Gemini CLI compares), `output`, `thoughts` and `tool` (the tool-use prompt) the rest
 /// of its total; so the input and cache fields hold the prompt exactly, and the size is
 /// the reply's `total`.
-fn usage(tokens: Option<&Value>) -> Option<Value> {
+fn usage(tokens: Option<&Value>) -> Option<Usage> {
     let t = tokens.filter(|t| t.is_object())?;
     let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
     Some(super::common::usage(

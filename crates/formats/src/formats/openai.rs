@@ -213,29 +213,26 @@ pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
     for (k, item) in import(from_value(line)?)?.into_iter().enumerate() {
         let (id, turn) = (format!("m{k}"), format!("t{}", item.turn));
         let content = json!(item.content.map_or_else(String::new, crate::transcript::text_of));
-        let rec = match item.kind {
+        let rec: super::common::CanonicalRecord = match item.kind {
             ItemKind::ToolResult { call_id, name, .. } => {
-                super::common::tool_result(&id, &turn, &call_id, name.as_deref(), content, false)
+                super::common::tool_result(&id, &turn, &call_id, name.as_deref(), content, false).into()
             }
             ItemKind::Message { role, calls, usage } => {
-                let mut r = super::common::message(&id, &turn, role.as_str(), content);
-                if !calls.is_empty() {
-                    let calls = calls.iter().map(|c| {
-                        let arguments = RawValue::from_string(c.arguments.to_string()).map_err(|e| e.to_string())?;
-                        Ok(json!({"id": c.id, "name": c.name, "arguments": arguments}))
+                let mut r = super::common::message(&id, &turn, role, content);
+                for c in &calls {
+                    let arguments = RawValue::from_string(c.arguments.to_string()).map_err(|e| e.to_string())?;
+                    r.push_call(super::common::CallRecord {
+                        id: c.id.to_string(),
+                        name: c.name.to_string(),
+                        arguments,
                     });
-                    r.insert("tool_calls".into(), Value::Array(calls.collect::<Result<_, String>>()?));
                 }
-                if let Some(u) = usage {
-                    r.insert("usage".into(), json!(u));
-                }
-                if let Some(kind) = item.synthetic {
-                    r.insert("synthetic".into(), json!(kind.as_str()));
-                }
-                r
+                r.usage = usage;
+                r.synthetic = item.synthetic.map(|kind| kind.as_str().to_string());
+                r.into()
             }
         };
-        out.extend(Value::Object(rec).to_string().into_bytes());
+        serde_json::to_writer(&mut out, &rec).map_err(|e| e.to_string())?;
         out.push(b'\n');
     }
     Ok(out)

@@ -2,10 +2,10 @@
 //! whose lines carry a `history` array. Actions and observations pair by `cause` /
 //! `tool_call_metadata.tool_call_id`; usage is counted once per model response id.
 
-use super::common::{json_document, json_lines, message, text_of, tool_result, Imported};
+use super::common::{json_document, json_lines, message, text_of, tool_result, CallRecord, EventRecord, Imported};
 use super::DEFAULT_SHELL_TOOLS;
 use crate::error::{Error, Result};
-use crate::transcript::Skip;
+use crate::transcript::{Event, Role, Skip, Usage};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -96,11 +96,9 @@ impl Events {
                 .or_else(|| e.get("message").and_then(Value::as_str))
                 .or_else(|| e.get("content").and_then(Value::as_str))
                 .unwrap_or("");
-            let mut rec = message(id, &format!("turn-{}", self.turn), "user", json!(text));
-            if let Some(kind) = e.get(INJECTED_KEY).and_then(Value::as_str) {
-                rec.insert("synthetic".into(), json!(kind));
-            }
-            self.out.push(Value::Object(rec));
+            let mut rec = message(id, &format!("turn-{}", self.turn), Role::User, json!(text));
+            rec.synthetic = e.get(INJECTED_KEY).and_then(Value::as_str).map(str::to_string);
+            self.out.push(rec);
         } else if source == "agent" && AGENT_ACTIONS.contains(&action) {
             self.agent(e, id, action, args);
         } else if SILENT.contains(&action) || source == "environment" {
@@ -122,7 +120,7 @@ impl Events {
         } else {
             thought
         };
-        let mut rec = message(id, &format!("turn-{}", self.turn), "assistant", json!(text));
+        let mut rec = message(id, &format!("turn-{}", self.turn), Role::Assistant, json!(text));
         let mut usage = None;
         let call = if let Some(meta) = meta {
             let call_id = meta.get("tool_call_id").and_then(Value::as_str).unwrap_or(id).to_string();
@@ -143,14 +141,12 @@ impl Events {
             }
             self.workspace |=
                 arguments.get("path").and_then(Value::as_str).is_some_and(|p| p.starts_with("/workspace/"));
-            rec.insert("tool_calls".into(), json!([{"id": call_id, "name": name, "arguments": arguments}]));
+            rec.push_call(CallRecord::new(call_id.as_str(), name.as_str(), &arguments));
             self.call_of_event.insert(id.to_string(), (call_id.clone(), name.clone()));
             self.open.push((call_id, name));
         }
-        if let Some(u) = usage {
-            rec.insert("usage".into(), u);
-        }
-        self.out.push(Value::Object(rec));
+        rec.usage = usage;
+        self.out.push(rec);
     }
 
     fn observation(&mut self, e: &Value, id: &str, obs: &str, source: &str, flat: bool) {
@@ -179,18 +175,16 @@ impl Events {
             .and_then(|m| m.get("exit_code"))
             .or_else(|| e.get("exit_code").filter(|_| flat))
             .and_then(Value::as_i64);
-        if let Some(code) = code {
-            rec.insert("exit_code".into(), json!(code));
-        }
-        self.out.push(Value::Object(rec));
+        rec.exit_code = code;
+        self.out.push(rec);
         // An edit through the agent skills that went through changed its file.
         let text = e.get("content").and_then(Value::as_str).unwrap_or("");
         let refused = ["[Your proposed edit has introduced", "[No exact match found", "ERROR:", "Traceback"];
         let edited = self.skill_edits.remove(&call_id).filter(|_| !failed && !refused.iter().any(|r| text.contains(r)));
         if let Some(path) = edited {
             self.workspace |= path.starts_with("/workspace/");
-            self.out.push(json!({"type": "event", "name": crate::transcript::Event::FilesChanged.as_str(),
-                "id": format!("{id}-changed"), "call_id": call_id, "paths": [path]}));
+            let fields = [("call_id", json!(call_id)), ("paths", json!([path]))];
+            self.out.push(EventRecord::new(Event::FilesChanged, format!("{id}-changed"), fields));
         }
     }
 
@@ -292,7 +286,7 @@ fn call_arguments(meta: &Value, call_id: &str) -> Option<Value> {
 }
 
 /// Usage of a model response, once per response id (actions and observations repeat it).
-fn response_usage(meta: &Value, seen: &mut HashSet<String>) -> Option<Value> {
+fn response_usage(meta: &Value, seen: &mut HashSet<String>) -> Option<Usage> {
     let resp = meta.get("model_response")?;
     let rid = resp.get("id").and_then(Value::as_str)?.to_string();
     if !seen.insert(rid) {

@@ -2,8 +2,9 @@
 //! OpenAI-style messages. Call ids are reused within a trajectory, so each tool
 //! message is paired with the assistant message before it and every id is made unique.
 
-use super::common::{json_document, message, text_of, tool_result, Imported};
+use super::common::{json_document, message, text_of, tool_result, CallRecord, EventRecord, Imported};
 use crate::error::{Error, Result};
+use crate::transcript::{Event, Role};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -28,18 +29,16 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         match role {
             "assistant" => {
                 step += 1;
-                let mut rec = message(&id, &format!("step-{step}"), "assistant", json!(text));
+                let mut rec = message(&id, &format!("step-{step}"), Role::Assistant, json!(text));
                 open = calls(m)
                     .into_iter()
                     .enumerate()
                     .map(|(j, (orig, name, args))| (orig, format!("{id}.{j}"), name, args))
                     .collect();
-                if !open.is_empty() {
-                    let list: Vec<Value> =
-                        open.iter().map(|(_, u, n, a)| json!({"id": u, "name": n, "arguments": a})).collect();
-                    rec.insert("tool_calls".into(), Value::Array(list));
+                for (_, u, n, a) in &open {
+                    rec.push_call(CallRecord::new(u.as_str(), n.as_str(), a));
                 }
-                out.push(Value::Object(rec));
+                out.push(rec);
             }
             _ if observation => {
                 let wanted: Vec<String> = ids(m.get("tool_call_ids"));
@@ -48,17 +47,21 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                 let failed = edit_failed(&text);
                 let (call_id, name) =
                     call.as_ref().map_or((String::new(), None), |(_, u, n, _)| (u.clone(), Some(n.as_str())));
-                out.push(Value::Object(tool_result(&id, &format!("step-{step}"), &call_id, name, json!(text), failed)));
+                out.push(tool_result(&id, &format!("step-{step}"), &call_id, name, json!(text), failed));
                 if let Some((_, _, name, args)) = &call {
                     if let Some(path) = files.after_call(name, args, failed) {
-                        out.push(json!({"type": "event", "name": crate::transcript::Event::FilesChanged.as_str(),
-                            "id": format!("{id}-changed"), "paths": [path]}));
+                        out.push(EventRecord::new(
+                            Event::FilesChanged,
+                            format!("{id}-changed"),
+                            [("paths", json!([path]))],
+                        ));
                     }
                 }
                 files.observe(&text);
             }
             "system" | "user" | "developer" => {
-                out.push(Value::Object(message(&id, &format!("step-{step}"), role, json!(text))));
+                let role: Role = role.parse().expect("one of the roles matched");
+                out.push(message(&id, &format!("step-{step}"), role, json!(text)));
             }
             other => out.skip(&format!("history/{other}")),
         }

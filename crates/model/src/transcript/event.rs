@@ -41,3 +41,10 @@ impl Event {
         name == self.as_str()
     }
 }
+
+/// Written as its name.
+impl serde::Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}

@@ -6,6 +6,7 @@ mod content;
 mod event;
 mod fast;
 mod reader;
+pub mod record;
 
 pub use accounting::{Accounting, Skip};
 pub use event::Event;
@@ -139,7 +140,16 @@ impl<'de: 'a, 'a> Deserialize<'de> for Mark<'a> {
 }
 
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Deserialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Deserialize,
+    serde::Serialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
