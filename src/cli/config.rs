@@ -11,7 +11,7 @@ pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
     let settings = settings(&args.policy, None, true)?;
     let input = single_input(&args.input, args.policy.input_format)?;
     let canonical = crate::engine::load(&input, settings.input_format)?;
-    let t = crate::transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
+    let t = canonical.transcript(&input.path)?;
     canonical.accounting_of(&t, &input.path)?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
     layered.warnings.iter().for_each(|w| ui::warn(w));

@@ -2,6 +2,7 @@
 
 mod accounting;
 mod batch;
+mod built;
 mod check;
 mod cli;
 mod compressed;

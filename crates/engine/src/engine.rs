@@ -426,7 +426,7 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
     let mut s = settings.clone();
     s.input_format = canonical.format;
     let bytes = &canonical.bytes;
-    let t = transcript::parse(bytes, &input.path).map_err(|e| canonical.relocate(e))?;
+    let t = canonical.transcript(&input.path)?;
     // The configuration's errors first: they say more than that there is no item.
     s.config_of(t.session.as_ref(), &input.path)?;
     let accounting = canonical.accounting_of(&t, &input.path)?;

@@ -220,7 +220,7 @@ pub fn decide_file(path: &std::path::Path, settings: &crate::engine::Settings) -
     let canonical = crate::formats::import(raw, path, settings.input_format)?;
     let mut s = settings.clone();
     (s.input_format, s.dry_run) = (canonical.format, true);
-    let t = crate::transcript::parse(&canonical.bytes, path).map_err(|e| canonical.relocate(e))?;
+    let t = canonical.transcript(path)?;
     let accounting = canonical.accounting_of(&t, path)?;
     let mut done = crate::engine::process_parsed(t, path, &s).map_err(|e| canonical.relocate(e))?;
     done.accounting = accounting;

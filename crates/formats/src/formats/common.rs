@@ -150,12 +150,17 @@ impl Imported {
         std::iter::once(None).chain(self.sources.iter().copied().map(Some)).collect()
     }
 
-    /// Canonical JSONL: the session record first, then the records.
-    pub fn to_jsonl(&self) -> Vec<u8> {
+    /// The session record: its `type`, then the session's keys.
+    pub fn session_record(&self) -> Map<String, Value> {
         let mut session = Map::new();
         session.insert("type".into(), json!("session"));
         session.extend(self.session.clone());
-        let mut out = Value::Object(session).to_string().into_bytes();
+        session
+    }
+
+    /// Canonical JSONL: the session record first, then the records.
+    pub fn to_jsonl(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec(&self.session_record()).expect("a session serializes");
         out.push(b'\n');
         for r in &self.records {
             serde_json::to_writer(&mut out, r).expect("a record serializes");

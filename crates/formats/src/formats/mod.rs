@@ -126,9 +126,23 @@ pub struct Canonical {
     /// For each canonical line (index 0 is line 1), the input record it restates (an
     /// index among the input's records), for write-back; empty for canonical input.
     pub source_records: Vec<Option<usize>>,
+    /// An importer's session record and records, which the transcript is built from
+    /// (`bytes` are what they are written as); `None` for canonical input, read from
+    /// its bytes.
+    pub imported: Option<(serde_json::Map<String, serde_json::Value>, Vec<common::CanonicalRecord>)>,
 }
 
 impl Canonical {
+    /// The transcript: built from the importer's records, or read from canonical input;
+    /// an error at the input's lines.
+    pub fn transcript(&self, file: &Path) -> Result<crate::transcript::Transcript<'_>> {
+        let t = match &self.imported {
+            Some((session, records)) => crate::transcript::from_records(&self.bytes, session, records, file),
+            None => crate::transcript::parse(&self.bytes, file),
+        };
+        t.map_err(|e| self.relocate(e))
+    }
+
     /// Where every input record went, once the canonical form is read: the importer's
     /// count, or the canonical transcript's own; a non-empty canonical input with no
     /// item is bad input, as an imported one is.
@@ -200,6 +214,7 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
                 source_lines: None,
                 accounting: None,
                 source_records: Vec::new(),
+                imported: None,
             };
             return Ok(canonical);
         }
@@ -215,13 +230,16 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     let warnings = imported.warnings(file, format.as_str());
     let source_lines = imported.source_lines();
     let source_records = imported.source_records();
+    let bytes = imported.to_jsonl().into();
+    let session = imported.session_record();
     Ok(Canonical {
-        bytes: imported.to_jsonl().into(),
+        bytes,
         format,
         warnings,
         source_lines,
         accounting: Some(accounting),
         source_records,
+        imported: Some((session, imported.records)),
     })
 }
 

@@ -2,6 +2,7 @@
 //! (messages and tool results) the policy works on, borrowing from the input bytes.
 
 pub mod accounting;
+mod built;
 mod content;
 mod event;
 mod fast;
@@ -11,6 +12,7 @@ pub mod record;
 pub use accounting::{Accounting, Skip};
 pub use event::Event;
 
+pub use built::from_records;
 pub use content::{content_texts, item_text, item_text_for_preview, text_of, text_of_json, EntryText};
 pub use reader::link_results;
 pub use reader::parse;

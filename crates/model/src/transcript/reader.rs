@@ -122,7 +122,7 @@ fn join<'a>(
     Ok(())
 }
 
-fn empty(src: &[u8], bom: usize) -> Transcript<'_> {
+pub(super) fn empty(src: &[u8], bom: usize) -> Transcript<'_> {
     Transcript {
         src,
         bom,
@@ -192,7 +192,7 @@ fn parse_lines<'a>(
 }
 
 /// Where the line starting at `start` ends (after its terminator) and where its text ends.
-fn line_bounds(src: &[u8], start: usize) -> (usize, usize) {
+pub(super) fn line_bounds(src: &[u8], start: usize) -> (usize, usize) {
     match memchr::memchr(b'\n', &src[start..]) {
         Some(off) => {
             let nl = start + off;

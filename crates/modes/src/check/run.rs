@@ -151,7 +151,7 @@ impl Case<'_> {
             if !case.profile_given {
                 s = s.with_profile(crate::config::Profile::of_format(canonical.format));
             }
-            let t = crate::transcript::parse(&canonical.bytes, name).map_err(|e| canonical.relocate(e))?;
+            let t = canonical.transcript(name)?;
             canonical.accounting_of(&t, name)?;
             let layered = s.config_for(t.session.as_ref(), name)?;
             let r = crate::replay::replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
@@ -162,7 +162,7 @@ impl Case<'_> {
             ));
         }
         // Paths in decisions and hook payloads are relative to the case, never absolute.
-        let t = crate::transcript::parse(&canonical.bytes, name).map_err(|e| canonical.relocate(e))?;
+        let t = canonical.transcript(name)?;
         let accounting = canonical.accounting_of(&t, name)?;
         let mut done = engine::process_parsed(t, name, &s).map_err(|e| canonical.relocate(e))?;
         done.accounting = accounting;

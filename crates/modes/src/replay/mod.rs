@@ -459,7 +459,7 @@ pub fn replay_input<T>(
     if follow_agent {
         settings = settings.with_profile(crate::config::Profile::of_format(canonical.format));
     }
-    let t = crate::transcript::parse(&canonical.bytes, &input.path).map_err(|e| canonical.relocate(e))?;
+    let t = canonical.transcript(&input.path)?;
     canonical.accounting_of(&t, &input.path)?;
     let layered = settings.config_for(t.session.as_ref(), &input.path)?;
     warnings.extend(layered.warnings.iter().cloned());
