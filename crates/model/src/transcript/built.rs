@@ -33,8 +33,8 @@ pub fn from_records<'a>(
         let (end, _) = line_bounds(src, start);
         let at = t.records.len();
         let kind = match r {
-            CanonicalRecord::Message(m) => item(&mut t, &mut ids, message(m, at), file, line)?,
-            CanonicalRecord::ToolResult(r) => item(&mut t, &mut ids, result(r, at), file, line)?,
+            CanonicalRecord::Message(m) => item(&mut t, &mut ids, &m.id, message(m, at), file, line)?,
+            CanonicalRecord::ToolResult(r) => item(&mut t, &mut ids, &r.id, result(r, at), file, line)?,
             CanonicalRecord::Event(e) => RecordKind::Event(Box::new(EventRef {
                 name: Cow::Borrowed(e.name.as_str()),
                 id: Some(Cow::Borrowed(&e.id)),
@@ -50,15 +50,15 @@ pub fn from_records<'a>(
     Ok(t)
 }
 
-/// Adds an item, its id checked as the canonical reader checks it.
+/// Adds an item, its id (`id`) checked as the canonical reader checks it.
 fn item<'a>(
     t: &mut Transcript<'a>,
     ids: &mut HashMap<&'a str, usize>,
+    id: &'a str,
     item: Item<'a>,
     file: &Path,
     line: usize,
 ) -> Result<RecordKind<'a>> {
-    let Cow::Borrowed(id) = item.id else { unreachable!("a record's id is borrowed") };
     if let Some(first) = ids.insert(id, line) {
         return Err(Error::bad_line(file, line, 1, format!("duplicate id {id:?} (first used on line {first})")));
     }

@@ -57,17 +57,19 @@ impl Report {
 /// Validates every input; `line` picks one row of a dataset (a usage error for a
 /// transcript).
 pub fn validate_inputs(inputs: &[Input], format: InputFormat, line: Option<u64>) -> Result<Report> {
-    let dataset_of = |input: &Input| inputs::dataset_format(format, std::slice::from_ref(input));
+    // Each input's dataset format, looked at once.
+    let datasets: Vec<Option<InputFormat>> =
+        inputs.iter().map(|input| inputs::dataset_format(format, std::slice::from_ref(input))).collect();
     // A usage error is found before any input is validated.
-    if let Some(input) = inputs.iter().find(|i| line.is_some() && dataset_of(i).is_none()) {
+    if let Some((input, _)) = inputs.iter().zip(&datasets).find(|(_, d)| line.is_some() && d.is_none()) {
         return Err(Error::Usage(format!(
             "--line N picks a row of a dataset; {} is a transcript",
             crate::ui::escape(&input.path.display().to_string())
         )));
     }
     let mut report = Report::default();
-    for input in inputs {
-        if let Some(dataset) = dataset_of(input) {
+    for (input, dataset) in inputs.iter().zip(datasets) {
+        if let Some(dataset) = dataset {
             match dataset_rows(input, dataset, line) {
                 Ok((found, rows, broken)) => {
                     report.violations.extend(found);
