@@ -1,10 +1,12 @@
 //! An imported transcript is built from the importer's typed records, never by reading
 //! back the text they are written as: the transcript built must be the one the
 //! canonical reader reads from that text, record for record and item for item, on every
-//! bundled case and every real file of every format.
+//! bundled case and every real file of every format. The records themselves are one
+//! type both ways: each reads back from its line as the record it was.
 
 use crate::support::root;
 use rivumi_compact::formats::{self, InputFormat};
+use rivumi_compact::transcript::record::CanonicalRecord;
 use std::path::Path;
 
 /// Imports `path`; returns whether it was an imported format (canonical input is read
@@ -15,6 +17,15 @@ fn same_as_read_back(path: &Path) -> bool {
     if canonical.imported.is_none() {
         return false;
     }
+    // One type both ways: every record reads back, from the line it is written as, as
+    // the record it was.
+    let (_, records) = canonical.imported.as_ref().unwrap();
+    let text = std::str::from_utf8(&canonical.bytes).unwrap();
+    for (record, line) in records.iter().zip(text.lines().skip(1)) {
+        let back: CanonicalRecord<'_> = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(&back, record, "{}: {line}", path.display());
+    }
+    assert_eq!(text.lines().count(), records.len() + 1, "{}", path.display());
     let built = canonical.transcript(path).unwrap_or_else(|e| panic!("{e}"));
     let read = rivumi_compact::transcript::parse(&canonical.bytes, path).unwrap();
     let shown = |t: &rivumi_compact::transcript::Transcript<'_>| {

@@ -345,7 +345,11 @@ fn run_post_hook(t: &Transcript<'_>, config: &Config, plan: &mut Plan, name: &Pa
     if let Some(id) = completion {
         let mut fields = serde_json::Map::new();
         fields.insert("outcome".into(), json!(outcome.as_str()));
-        plan.appended.push(policy::Injected::Event(policy::EventRecord { name: Event::PostCompactHook, id, fields }));
+        plan.appended.push(policy::Injected::Event(policy::EventRecord::with_fields(
+            Event::PostCompactHook,
+            id,
+            fields,
+        )));
     }
 }
 

@@ -3,7 +3,7 @@
 //! `tool_result` blocks as calls and results, the compact boundary as a completed
 //! compaction.
 
-use super::common::{json_lines, message, text_of, tool_result, CallRecord, EventRecord, Imported};
+use super::common::{json_lines, message, text_of, tool_result, Call, EventRecord, Imported};
 use crate::error::Result;
 use crate::transcript::{Event, Role, Skip};
 use serde_json::{json, Value};
@@ -227,7 +227,7 @@ impl State {
             // A record this tool wrote (`--output-format claude-code`) is its injected kind.
             if let Some(kind) = r.get(crate::formats::openhands::INJECTED_KEY).and_then(Value::as_str) {
                 let mut m = message(&uuid, &format!("turn-{turn}"), Role::User, json!(text_of(&content)));
-                m.synthetic = Some(kind.to_string());
+                m.set_synthetic(Some(kind.to_string()));
                 self.out.push(m);
                 return;
             }
@@ -417,7 +417,7 @@ fn assistant(
                 let name = b.get("name").and_then(Value::as_str).unwrap_or("");
                 names.insert(call_id.to_string(), name.to_string());
                 let args = b.get("input").cloned().unwrap_or(json!({}));
-                record.push_call(CallRecord::new(call_id, name, &args));
+                record.push_call(Call::new(call_id, name, &args));
             }
             _ => {} // thinking blocks are not resent as context text
         }

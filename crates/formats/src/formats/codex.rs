@@ -2,7 +2,7 @@
 //! calls paired with their outputs by `call_id`, `token_count` usage attached to the
 //! latest assistant item, `turn_context` constraints, `compacted` history.
 
-use super::common::{json_lines, message, text_of, tool_result, CallRecord, CanonicalRecord, EventRecord, Imported};
+use super::common::{json_lines, message, text_of, tool_result, Call, CanonicalRecord, EventRecord, Imported};
 use crate::error::Result;
 use crate::transcript::{Event, Role, Skip};
 use serde_json::{json, Map, Value};
@@ -136,7 +136,7 @@ impl State {
             // A user message written before its turn_context belongs to this turn.
             for &at in &self.awaiting_context {
                 if let Some(m) = self.out.message_mut(at) {
-                    m.turn.clone_from(&id);
+                    m.set_turn(id.clone());
                 }
             }
             self.turn = id;
@@ -212,7 +212,7 @@ impl State {
         }
         let turn = self.turn_id();
         let mut m = message(id, &turn, typed, json!(text));
-        m.synthetic = injected.map(str::to_string);
+        m.set_synthetic(injected.map(str::to_string));
         let at = self.out.push(m);
         if role == "assistant" {
             self.assistant_at(at);
@@ -227,7 +227,7 @@ impl State {
             }
             for &k in &self.awaiting_context {
                 if let Some(m) = self.out.message_mut(k) {
-                    m.turn.clone_from(&turn);
+                    m.set_turn(turn.clone());
                 }
             }
             self.prompted = Some(at);
@@ -251,7 +251,7 @@ impl State {
             at
         };
         if let Some(rec) = self.out.message_mut(at) {
-            rec.push_call(CallRecord::new(call_id, name, &args));
+            rec.push_call(Call::new(call_id, name, &args));
         }
     }
 

@@ -2,7 +2,19 @@
 //! building canonical records.
 
 use crate::error::{Error, Result};
-pub use crate::transcript::record::{CallRecord, CanonicalRecord, EventRecord, MessageRecord, ToolResultRecord};
+pub use crate::transcript::record::Call;
+use crate::transcript::record::{
+    CanonicalRecord as Record, EventRecord as Event, MessageRecord as Message, ToolResultRecord as ToolResult,
+};
+
+/// A canonical record an importer makes (it owns its strings).
+pub type CanonicalRecord = Record<'static>;
+/// A canonical message record an importer makes.
+pub type MessageRecord = Message<'static>;
+/// A canonical tool result record an importer makes.
+pub type ToolResultRecord = ToolResult<'static>;
+/// A lifecycle event record an importer makes.
+pub type EventRecord = Event<'static>;
 pub use crate::transcript::text_of;
 use crate::transcript::{Accounting, Role, Skip, Usage};
 use serde_json::{json, Map, Value};
@@ -227,7 +239,7 @@ fn json_err(e: &serde_json::Error, line: &str, file: &Path, line_no: usize) -> E
 
 /// A canonical message record.
 pub fn message(id: &str, turn: &str, role: Role, content: Value) -> MessageRecord {
-    MessageRecord::new(id, turn, role, content)
+    Message::new(id.to_string(), turn.to_string(), role, content)
 }
 
 /// A canonical tool result record.
@@ -239,15 +251,9 @@ pub fn tool_result(
     content: Value,
     is_error: bool,
 ) -> ToolResultRecord {
-    ToolResultRecord {
-        id: id.into(),
-        turn: turn.into(),
-        call_id: call_id.into(),
-        name: name.map(str::to_string),
-        content,
-        is_error,
-        exit_code: None,
-    }
+    let mut r = ToolResult::new(id.to_string(), turn.to_string(), call_id.to_string(), content);
+    (r.name, r.is_error) = (name.map(|n| n.to_string().into()), is_error);
+    r
 }
 
 /// Tool-call arguments as canonical JSON: providers give an object, or a JSON string

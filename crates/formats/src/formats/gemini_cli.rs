@@ -14,7 +14,7 @@
 //! is kept (it feeds cumulative usage and the re-anchor facts), then a completed
 //! compaction, then the new history, restated.
 
-use super::common::{json_document, message, text_of, tool_result, CallRecord, EventRecord, Imported};
+use super::common::{json_document, message, text_of, tool_result, Call, EventRecord, Imported};
 use crate::error::{Error, Result};
 use crate::transcript::{Event, Role, Skip, Usage};
 use serde_json::{json, Map, Value};
@@ -378,7 +378,7 @@ impl State {
         }
         let item = self.item_id(id, m);
         let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), Role::User, json!(text));
-        rec.synthetic = injected.map(str::to_string);
+        rec.set_synthetic(injected.map(str::to_string));
         self.out.push_from(l.origin, l.line, rec);
     }
 
@@ -426,7 +426,7 @@ impl State {
         }
         let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), Role::Assistant, json!(text));
         for (c, n, a, _) in &calls {
-            rec.push_call(CallRecord::new(c.as_str(), n.as_str(), a));
+            rec.push_call(Call::new(c.as_str(), n.as_str(), a));
         }
         if let Some(u) = usage(m.get("tokens")) {
             rec.usage = Some(u);

@@ -9,7 +9,6 @@
 //! names, usage — and both paths build their transcript from what it gives.
 
 use crate::transcript::{Call as ItemCall, ItemKind, Mark, Role, Usage};
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
@@ -219,16 +218,15 @@ pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
             }
             ItemKind::Message { role, calls, usage } => {
                 let mut r = super::common::message(&id, &turn, role, content);
-                for c in &calls {
-                    let arguments = RawValue::from_string(c.arguments.to_string()).map_err(|e| e.to_string())?;
-                    r.push_call(super::common::CallRecord {
-                        id: c.id.to_string(),
-                        name: c.name.to_string(),
-                        arguments,
+                for c in calls {
+                    r.push_call(super::common::Call {
+                        id: c.id.into_owned().into(),
+                        name: c.name.into_owned().into(),
+                        arguments: c.arguments.into_owned().into(),
                     });
                 }
                 r.usage = usage;
-                r.synthetic = item.synthetic.map(|kind| kind.as_str().to_string());
+                r.synthetic = item.synthetic.map(|kind| Mark::of(kind.as_str().to_string().into()));
                 r.into()
             }
         };

@@ -2,7 +2,7 @@
 //! whose lines carry a `history` array. Actions and observations pair by `cause` /
 //! `tool_call_metadata.tool_call_id`; usage is counted once per model response id.
 
-use super::common::{json_document, json_lines, message, text_of, tool_result, CallRecord, EventRecord, Imported};
+use super::common::{json_document, json_lines, message, text_of, tool_result, Call, EventRecord, Imported};
 use super::DEFAULT_SHELL_TOOLS;
 use crate::error::{Error, Result};
 use crate::transcript::{Event, Role, Skip, Usage};
@@ -97,7 +97,7 @@ impl Events {
                 .or_else(|| e.get("content").and_then(Value::as_str))
                 .unwrap_or("");
             let mut rec = message(id, &format!("turn-{}", self.turn), Role::User, json!(text));
-            rec.synthetic = e.get(INJECTED_KEY).and_then(Value::as_str).map(str::to_string);
+            rec.set_synthetic(e.get(INJECTED_KEY).and_then(Value::as_str).map(str::to_string));
             self.out.push(rec);
         } else if source == "agent" && AGENT_ACTIONS.contains(&action) {
             self.agent(e, id, action, args);
@@ -141,7 +141,7 @@ impl Events {
             }
             self.workspace |=
                 arguments.get("path").and_then(Value::as_str).is_some_and(|p| p.starts_with("/workspace/"));
-            rec.push_call(CallRecord::new(call_id.as_str(), name.as_str(), &arguments));
+            rec.push_call(Call::new(call_id.as_str(), name.as_str(), &arguments));
             self.call_of_event.insert(id.to_string(), (call_id.clone(), name.clone()));
             self.open.push((call_id, name));
         }

@@ -2,7 +2,7 @@
 //! OpenAI-style messages. Call ids are reused within a trajectory, so each tool
 //! message is paired with the assistant message before it and every id is made unique.
 
-use super::common::{json_document, message, text_of, tool_result, CallRecord, EventRecord, Imported};
+use super::common::{json_document, message, text_of, tool_result, Call, EventRecord, Imported};
 use crate::error::{Error, Result};
 use crate::transcript::{Event, Role};
 use serde_json::{json, Value};
@@ -36,7 +36,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
                     .map(|(j, (orig, name, args))| (orig, format!("{id}.{j}"), name, args))
                     .collect();
                 for (_, u, n, a) in &open {
-                    rec.push_call(CallRecord::new(u.as_str(), n.as_str(), a));
+                    rec.push_call(Call::new(u.as_str(), n.as_str(), a));
                 }
                 out.push(rec);
             }

@@ -4,8 +4,8 @@
 //! themselves. The checks are the canonical reader's (an id used twice is a bad line).
 
 use super::reader::{empty, line_bounds};
-use super::record::{CanonicalRecord, MessageRecord, ToolResultRecord};
-use super::{Call, EventRef, Item, ItemKind, Mark, Record, RecordKind, Transcript};
+use super::record::{CanonicalRecord, MessageRecord, TextLen, ToolResultRecord};
+use super::{Call, EventRef, Item, Mark, Record, RecordKind, Transcript};
 use crate::error::{Error, Result};
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
@@ -18,7 +18,7 @@ use std::path::Path;
 pub fn from_records<'a>(
     src: &'a [u8],
     session: &Map<String, Value>,
-    records: &'a [CanonicalRecord],
+    records: &'a [CanonicalRecord<'_>],
     file: &Path,
 ) -> Result<Transcript<'a>> {
     let mut t = empty(src, 0);
@@ -33,15 +33,15 @@ pub fn from_records<'a>(
         let (end, _) = line_bounds(src, start);
         let at = t.records.len();
         let kind = match r {
-            CanonicalRecord::Message(m) => item(&mut t, &mut ids, &m.id, message(m, at), file, line)?,
-            CanonicalRecord::ToolResult(r) => item(&mut t, &mut ids, &r.id, result(r, at), file, line)?,
-            CanonicalRecord::Event(e) => RecordKind::Event(Box::new(EventRef {
-                name: Cow::Borrowed(e.name.as_str()),
-                id: Some(Cow::Borrowed(&e.id)),
-                paths: strings(e.fields.get("paths")),
-                trigger: e.fields.get("trigger").and_then(Value::as_str).map(str::to_string),
-                pre_tokens: e.fields.get("pre_tokens").and_then(Value::as_u64),
-            })),
+            CanonicalRecord::Message(m) => item(&mut t, &mut ids, &m.id, Item::of_message(message(m), at), file, line)?,
+            CanonicalRecord::ToolResult(r) => {
+                item(&mut t, &mut ids, &r.id, Item::of_tool_result(result(r), at), file, line)?
+            }
+            CanonicalRecord::Event(e) => RecordKind::Event(Box::new(EventRef::of(
+                Cow::Borrowed(&e.name),
+                e.id.as_deref().map(Cow::Borrowed),
+                &e.fields,
+            ))),
         };
         t.records.push(Record { span: start..end, line, kind });
         start = end;
@@ -66,60 +66,43 @@ fn item<'a>(
     Ok(RecordKind::Item(t.items.len() - 1))
 }
 
-fn message(m: &MessageRecord, record: usize) -> Item<'_> {
-    let calls: Vec<Call<'_>> = m
-        .tool_calls
-        .iter()
-        .flatten()
-        .map(|c| Call {
-            id: Cow::Borrowed(&c.id),
-            name: Cow::Borrowed(&c.name),
-            arguments: Cow::Borrowed(c.arguments.get()),
-        })
-        .collect();
-    Item {
-        record,
+/// The same message borrowing the record's strings, its content measured as the reader
+/// measures it.
+fn message<'a>(m: &'a MessageRecord<'_>) -> MessageRecord<'a, Option<TextLen>> {
+    MessageRecord {
         id: Cow::Borrowed(&m.id),
-        turn: Some(Cow::Borrowed(&m.turn)),
-        synthetic: m.synthetic.as_deref().map(|s| Mark::of(Cow::Borrowed(s))),
-        text_bytes: text_len(&m.content),
-        content: None,
-        written: None,
-        call_item: None,
-        kind: ItemKind::Message { role: m.role, calls, usage: m.usage },
+        turn: m.turn.as_deref().map(Cow::Borrowed),
+        role: m.role,
+        content: Some(TextLen::of(&m.content)),
+        synthetic: m.synthetic.as_ref().map(|s| Mark::of(Cow::Borrowed(s.as_str()))),
+        tool_calls: m.tool_calls.as_ref().map(|calls| {
+            calls
+                .iter()
+                .map(|c| Call {
+                    id: Cow::Borrowed(&c.id),
+                    name: Cow::Borrowed(&c.name),
+                    arguments: Cow::Borrowed(&c.arguments),
+                })
+                .collect()
+        }),
+        usage: m.usage,
+        summarized_usage: m.summarized_usage,
+        occupancy_after: m.occupancy_after,
+        occupancy_before: m.occupancy_before,
+        summarized_turn_ids: m.summarized_turn_ids.clone(),
+        retained_turn_ids: m.retained_turn_ids.clone(),
     }
 }
 
-fn result(r: &ToolResultRecord, record: usize) -> Item<'_> {
-    Item {
-        record,
+/// The same tool result borrowing the record's strings, its content measured.
+fn result<'a>(r: &'a ToolResultRecord<'_>) -> ToolResultRecord<'a, Option<TextLen>> {
+    ToolResultRecord {
         id: Cow::Borrowed(&r.id),
-        turn: Some(Cow::Borrowed(&r.turn)),
-        synthetic: None,
-        text_bytes: text_len(&r.content),
-        content: None,
-        written: None,
-        call_item: None,
-        kind: ItemKind::ToolResult {
-            call_id: Cow::Borrowed(&r.call_id),
-            name: r.name.as_deref().map(Cow::Borrowed),
-            is_error: r.is_error,
-            exit_code: r.exit_code,
-        },
+        turn: r.turn.as_deref().map(Cow::Borrowed),
+        call_id: Cow::Borrowed(&r.call_id),
+        name: r.name.as_deref().map(Cow::Borrowed),
+        content: Some(TextLen::of(&r.content)),
+        is_error: r.is_error,
+        exit_code: r.exit_code,
     }
-}
-
-/// The UTF-8 length of a content value's text, as the reader measures it: a string's,
-/// or the sum of its blocks' `text`s.
-fn text_len(content: &Value) -> u64 {
-    match content {
-        Value::String(s) => s.len() as u64,
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text")?.as_str()).map(|s| s.len() as u64).sum(),
-        _ => 0,
-    }
-}
-
-/// The strings of a list (an event's `paths`).
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
 }

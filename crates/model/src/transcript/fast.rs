@@ -5,13 +5,13 @@
 //! another type, a number it cannot vouch for, the rare fields of an earlier run's
 //! records — is `None`, and the line goes to serde, which also words the errors.
 
-use super::reader::{MessageRec, ResultRec, TextLen};
+use super::record::{MessageRecord, TextLen, ToolResultRecord};
 use super::{Call, Mark, Role, Usage};
 use crate::scan::{Scan, Seen};
 use std::borrow::Cow;
 
 /// A `message` record, or `None` for serde to read.
-pub(super) fn message(text: &str) -> Option<MessageRec<'_>> {
+pub(super) fn message(text: &str) -> Option<MessageRecord<'_, Option<TextLen>>> {
     let mut s = Scan::new(text);
     let mut seen = Seen::default();
     let (mut id, mut turn, mut role, mut content, mut tool_calls, mut usage, mut synthetic) =
@@ -59,24 +59,13 @@ pub(super) fn message(text: &str) -> Option<MessageRec<'_>> {
     if !s.at_end() {
         return None;
     }
-    Some(MessageRec {
-        id: id?,
-        turn,
-        role: role?,
-        content,
-        tool_calls,
-        usage,
-        synthetic,
-        summarized_usage: None,
-        occupancy_after: None,
-        occupancy_before: None,
-        summarized_turn_ids: None,
-        retained_turn_ids: None,
-    })
+    let mut m = MessageRecord::new(id?, "", role?, content);
+    (m.turn, m.tool_calls, m.usage, m.synthetic) = (turn, tool_calls, usage, synthetic);
+    Some(m)
 }
 
 /// A `tool_result` record, or `None` for serde to read.
-pub(super) fn tool_result(text: &str) -> Option<ResultRec<'_>> {
+pub(super) fn tool_result(text: &str) -> Option<ToolResultRecord<'_, Option<TextLen>>> {
     let mut s = Scan::new(text);
     let mut seen = Seen::default();
     let (mut id, mut turn, mut call_id, mut name, mut content, mut is_error, mut exit_code) =
@@ -118,7 +107,9 @@ pub(super) fn tool_result(text: &str) -> Option<ResultRec<'_>> {
     if !s.at_end() {
         return None;
     }
-    Some(ResultRec { id: id?, turn, call_id: call_id?, name, content, is_error, exit_code })
+    let mut r = ToolResultRecord::new(id?, "", call_id?, content);
+    (r.turn, r.name, r.is_error, r.exit_code) = (turn, name, is_error.unwrap_or(false), exit_code);
+    Some(r)
 }
 
 /// `content`: a string's UTF-8 length (measured from its escapes, never decoded), the
@@ -211,36 +202,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// What a record holds, comparable.
-    fn message_fields(m: &MessageRec<'_>) -> String {
-        let calls: Option<Vec<(String, String, String)>> = m
-            .tool_calls
-            .as_ref()
-            .map(|c| c.iter().map(|c| (c.id.to_string(), c.name.to_string(), c.arguments.to_string())).collect());
-        format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-            m.id,
-            m.turn,
-            m.role,
-            m.content.as_ref().map(|c| c.0),
-            calls,
-            m.usage,
-            m.synthetic
-        )
-    }
-
-    fn result_fields(r: &ResultRec<'_>) -> String {
-        format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-            r.id,
-            r.turn,
-            r.call_id,
-            r.name,
-            r.content.as_ref().map(|c| c.0),
-            r.is_error,
-            r.exit_code
-        )
-    }
+    type Message<'a> = MessageRecord<'a, Option<TextLen>>;
+    type ToolResult<'a> = ToolResultRecord<'a, Option<TextLen>>;
 
     /// A JSON value of the kinds a record's fields hold, right and wrong.
     fn value() -> impl Strategy<Value = String> {
@@ -403,9 +366,9 @@ mod tests {
     fn a_message_is_read_as_serde_reads_it() {
         held_to_serde(record("message", MESSAGE_KEYS), 300, |line| {
             let Some(fast) = message(line) else { return Ok(false) };
-            let slow: MessageRec<'_> =
+            let slow: Message<'_> =
                 serde_json::from_str(line).map_err(|e| TestCaseError::fail(format!("{e}: {line}")))?;
-            prop_assert_eq!(message_fields(&fast), message_fields(&slow), "{}", line);
+            prop_assert_eq!(fast, slow, "{}", line);
             Ok(true)
         });
     }
@@ -417,7 +380,7 @@ mod tests {
     fn a_negative_zero_exit_code_is_left_to_serde() {
         let line = |code: &str| format!(r#"{{"type":"tool_result","id":"r","call_id":"c","exit_code":{code}}}"#);
         assert!(tool_result(&line("-0")).is_none());
-        assert!(serde_json::from_str::<ResultRec<'_>>(&line("-0")).is_err());
+        assert!(serde_json::from_str::<ToolResult<'_>>(&line("-0")).is_err());
         assert_eq!(tool_result(&line("-1")).unwrap().exit_code, Some(-1));
         assert_eq!(tool_result(&line("0")).unwrap().exit_code, Some(0));
     }
@@ -427,9 +390,9 @@ mod tests {
     fn a_tool_result_is_read_as_serde_reads_it() {
         held_to_serde(record("tool_result", RESULT_KEYS), 300, |line| {
             let Some(fast) = tool_result(line) else { return Ok(false) };
-            let slow: ResultRec<'_> =
+            let slow: ToolResult<'_> =
                 serde_json::from_str(line).map_err(|e| TestCaseError::fail(format!("{e}: {line}")))?;
-            prop_assert_eq!(result_fields(&fast), result_fields(&slow), "{}", line);
+            prop_assert_eq!(fast, slow, "{}", line);
             Ok(true)
         });
     }
@@ -460,10 +423,10 @@ mod tests {
                 let line = format!("{ws}{line}{ws}");
                 if v == &m {
                     let fast = message(&line).ok_or_else(|| TestCaseError::fail(line.clone()))?;
-                    prop_assert_eq!(message_fields(&fast), message_fields(&serde_json::from_str(&line).unwrap()));
+                    prop_assert_eq!(fast, serde_json::from_str::<Message<'_>>(&line).unwrap());
                 } else {
                     let fast = tool_result(&line).ok_or_else(|| TestCaseError::fail(line.clone()))?;
-                    prop_assert_eq!(result_fields(&fast), result_fields(&serde_json::from_str(&line).unwrap()));
+                    prop_assert_eq!(fast, serde_json::from_str::<ToolResult<'_>>(&line).unwrap());
                 }
             }
         }

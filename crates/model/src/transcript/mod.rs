@@ -16,10 +16,11 @@ pub use built::from_records;
 pub use content::{content_texts, item_text, item_text_for_preview, text_of, text_of_json, EntryText};
 pub use reader::link_results;
 pub use reader::parse;
+pub use record::{Call, TextLen};
+use record::{MessageRecord, ToolResultRecord};
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -93,6 +94,24 @@ pub struct EventRef<'a> {
     pub pre_tokens: Option<u64>,
 }
 
+impl<'a> EventRef<'a> {
+    /// What the tool reads of an event record: its name, id and these of its fields.
+    pub fn of(
+        name: Cow<'a, str>,
+        id: Option<Cow<'a, str>>,
+        fields: &serde_json::Map<String, serde_json::Value>,
+    ) -> EventRef<'a> {
+        let paths = fields.get("paths").and_then(serde_json::Value::as_array).into_iter().flatten();
+        EventRef {
+            paths: paths.filter_map(serde_json::Value::as_str).map(str::to_string).collect(),
+            trigger: fields.get("trigger").and_then(serde_json::Value::as_str).map(str::to_string),
+            pre_tokens: fields.get("pre_tokens").and_then(serde_json::Value::as_u64),
+            name,
+            id,
+        }
+    }
+}
+
 /// The kinds of records this tool injects (their `synthetic` field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
@@ -130,6 +149,13 @@ impl<'a> Mark<'a> {
             Mark::Known(k) => k.as_str(),
             Mark::Other(name) => name,
         }
+    }
+}
+
+/// Written as its name.
+impl serde::Serialize for Mark<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -200,24 +226,6 @@ impl Usage {
     }
 }
 
-/// A tool call inside an assistant message.
-#[derive(Debug, Deserialize)]
-pub struct Call<'a> {
-    #[serde(borrow)]
-    pub id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub name: Cow<'a, str>,
-    /// The JSON text of `arguments`, exactly as in the input (owned when an importer
-    /// had to normalise it, such as a JSON string holding the object); always valid
-    /// JSON: a parser or the validating scanner read it, or an importer wrote it.
-    #[serde(borrow, deserialize_with = "borrowed_raw")]
-    pub arguments: Cow<'a, str>,
-}
-
-fn borrowed_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
-    <&'de RawValue>::deserialize(d).map(|raw| Cow::Borrowed(raw.get()))
-}
-
 #[derive(Debug)]
 pub enum ItemKind<'a> {
     Message { role: Role, calls: Vec<Call<'a>>, usage: Option<Usage> },
@@ -262,6 +270,53 @@ pub struct Written {
 }
 
 impl<'a> Item<'a> {
+    /// The item a message record holds (`record`: its index among the records).
+    pub fn of_message(m: MessageRecord<'a, Option<TextLen>>, record: usize) -> Item<'a> {
+        let written = m.has_written_fields().then(|| {
+            Box::new(Written {
+                summarized_usage: m.summarized_usage,
+                occupancy_after: m.occupancy_after,
+                occupancy_before: m.occupancy_before.flatten(),
+                summarized_turn_ids: m.summarized_turn_ids.unwrap_or_default(),
+                retained_turn_ids: m.retained_turn_ids.unwrap_or_default(),
+            })
+        });
+        let mut calls = m.tool_calls.unwrap_or_default();
+        // Without the room a growing vector leaves (a vector of one call has room for
+        // four): a large transcript holds tens of thousands of them.
+        calls.shrink_to_fit();
+        Item {
+            record,
+            id: m.id,
+            turn: m.turn,
+            synthetic: m.synthetic,
+            text_bytes: m.content.map_or(0, |c| c.0),
+            content: None,
+            written,
+            call_item: None,
+            kind: ItemKind::Message { role: m.role, calls, usage: m.usage },
+        }
+    }
+
+    /// The item a tool result record holds (`record`: its index among the records).
+    pub fn of_tool_result(r: ToolResultRecord<'a, Option<TextLen>>, record: usize) -> Item<'a> {
+        Item {
+            record,
+            id: r.id,
+            turn: r.turn,
+            synthetic: None,
+            text_bytes: r.content.map_or(0, |c| c.0),
+            content: None,
+            written: None,
+            call_item: None,
+            kind: ItemKind::ToolResult {
+                call_id: r.call_id,
+                name: r.name,
+                is_error: r.is_error,
+                exit_code: r.exit_code,
+            },
+        }
+    }
     /// An earlier fallback's `summarized_usage`.
     pub fn summarized_usage(&self) -> Option<&Usage> {
         self.written.as_ref().and_then(|w| w.summarized_usage.as_ref())

@@ -1,15 +1,16 @@
 //! Reads canonical JSONL into a [`Transcript`] without building a JSON tree per line:
-//! each record is deserialized into a borrowed view of just the fields the policy uses.
+//! each record is read into its typed record ([`super::record`]), borrowing its strings
+//! from the input and measuring its content's text rather than keeping it (the
+//! validating scanner's fast path, or serde's derive), then becomes an item or an event.
 
 use super::fast;
-use super::{Call, Item, ItemKind, Record, RecordKind, Role, Transcript, Usage};
+use super::record::{EventRecord, MessageRecord, TextLen, ToolResultRecord};
+use super::{EventRef, Item, Record, RecordKind, Transcript};
 use crate::error::{Error, Result};
 use rustc_hash::FxHashMap as HashMap;
-use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::Value;
 use std::borrow::Cow;
-use std::fmt;
 use std::path::Path;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -234,61 +235,22 @@ fn parse_record<'a>(
     };
     match &*ty {
         "message" => {
-            let m =
-                fast::message(text).map_or_else(|| serde_json::from_str::<MessageRec>(text), Ok).map_err(json_err)?;
-            let usage = m.usage;
-            let item = Item {
-                record: t.records.len(),
-                id: m.id,
-                turn: m.turn,
-                synthetic: m.synthetic,
-                text_bytes: m.content.map_or(0, |c| c.0),
-                content: None,
-                written: written(
-                    m.summarized_usage.map(|s| s.usage),
-                    m.occupancy_after,
-                    m.occupancy_before,
-                    m.summarized_turn_ids,
-                    m.retained_turn_ids,
-                ),
-                call_item: None,
-                kind: ItemKind::Message { role: m.role, calls: exact(m.tool_calls.unwrap_or_default()), usage },
-            };
-            t.items.push(item);
+            let m = fast::message(text)
+                .map_or_else(|| serde_json::from_str::<MessageRecord<'a, Option<TextLen>>>(text), Ok)
+                .map_err(json_err)?;
+            t.items.push(Item::of_message(m, t.records.len()));
             Ok(RecordKind::Item(t.items.len() - 1))
         }
         "tool_result" => {
             let r = fast::tool_result(text)
-                .map_or_else(|| serde_json::from_str::<ResultRec>(text), Ok)
+                .map_or_else(|| serde_json::from_str::<ToolResultRecord<'a, Option<TextLen>>>(text), Ok)
                 .map_err(json_err)?;
-            t.items.push(Item {
-                record: t.records.len(),
-                id: r.id,
-                turn: r.turn,
-                synthetic: None,
-                text_bytes: r.content.map_or(0, |c| c.0),
-                content: None,
-                written: None,
-                call_item: None,
-                kind: ItemKind::ToolResult {
-                    call_id: r.call_id,
-                    name: r.name,
-                    is_error: r.is_error.unwrap_or(false),
-                    exit_code: r.exit_code,
-                },
-            });
+            t.items.push(Item::of_tool_result(r, t.records.len()));
             Ok(RecordKind::Item(t.items.len() - 1))
         }
         "event" => {
-            let e: EventRec = serde_json::from_str(text).map_err(json_err)?;
-            let paths = e.paths.as_ref().and_then(Value::as_array).into_iter().flatten();
-            Ok(RecordKind::Event(Box::new(super::EventRef {
-                name: e.name,
-                id: e.id,
-                paths: paths.filter_map(Value::as_str).map(str::to_string).collect(),
-                trigger: e.trigger.as_ref().and_then(Value::as_str).map(str::to_string),
-                pre_tokens: e.pre_tokens.as_ref().and_then(Value::as_u64),
-            })))
+            let e: EventRecord<'a> = serde_json::from_str(text).map_err(json_err)?;
+            Ok(RecordKind::Event(Box::new(EventRef::of(e.name, e.id, &e.fields))))
         }
         "session" => {
             if !t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank)) {
@@ -305,42 +267,6 @@ fn parse_record<'a>(
             Ok(RecordKind::Other)
         }
     }
-}
-
-/// The fields of an earlier run's record, boxed, when there are any.
-fn written(
-    summarized_usage: Option<Usage>,
-    occupancy_after: Option<u64>,
-    occupancy_before: Option<Value>,
-    summarized_turn_ids: Option<Value>,
-    retained_turn_ids: Option<Value>,
-) -> Option<Box<super::Written>> {
-    let strings = |v: Option<Value>| -> Vec<String> {
-        v.as_ref()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    };
-    let checkpoint = occupancy_before.is_some() || summarized_turn_ids.is_some() || retained_turn_ids.is_some();
-    (summarized_usage.is_some() || occupancy_after.is_some() || checkpoint).then(|| {
-        Box::new(super::Written {
-            summarized_usage,
-            occupancy_after,
-            occupancy_before: occupancy_before.as_ref().and_then(Value::as_u64),
-            summarized_turn_ids: strings(summarized_turn_ids),
-            retained_turn_ids: strings(retained_turn_ids),
-        })
-    })
-}
-
-/// A message's calls without the room a growing vector leaves (a vector of one call
-/// has room for four): a large transcript holds tens of thousands of them.
-fn exact(mut calls: Vec<Call<'_>>) -> Vec<Call<'_>> {
-    calls.shrink_to_fit();
-    calls
 }
 
 /// The common case, `{"type":"x",…`, read without a JSON pass; `None` means "ask serde".
@@ -377,131 +303,6 @@ pub fn link_results(t: &mut Transcript<'_>) {
 struct Probe<'a> {
     #[serde(rename = "type", borrow, default)]
     ty: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct MessageRec<'a> {
-    #[serde(borrow)]
-    pub(super) id: Cow<'a, str>,
-    #[serde(borrow, default)]
-    pub(super) turn: Option<Cow<'a, str>>,
-    pub(super) role: Role,
-    #[serde(default)]
-    pub(super) content: Option<TextLen>,
-    #[serde(borrow, default)]
-    pub(super) tool_calls: Option<Vec<Call<'a>>>,
-    #[serde(default)]
-    pub(super) usage: Option<Usage>,
-    #[serde(borrow, default)]
-    pub(super) synthetic: Option<super::Mark<'a>>,
-    #[serde(default)]
-    pub(super) summarized_usage: Option<SummarizedUsage>,
-    #[serde(default)]
-    pub(super) occupancy_after: Option<u64>,
-    // A checkpoint's own fields, which `validate` checks: of any shape (a field of
-    // another shape counts as absent).
-    #[serde(default)]
-    pub(super) occupancy_before: Option<Value>,
-    #[serde(default)]
-    pub(super) summarized_turn_ids: Option<Value>,
-    #[serde(default)]
-    pub(super) retained_turn_ids: Option<Value>,
-}
-
-/// `summarized_usage` of an earlier fallback: the four counts plus `estimated`.
-#[derive(Deserialize)]
-pub(super) struct SummarizedUsage {
-    #[serde(flatten)]
-    pub(super) usage: Usage,
-}
-
-#[derive(Deserialize)]
-pub(super) struct ResultRec<'a> {
-    #[serde(borrow)]
-    pub(super) id: Cow<'a, str>,
-    #[serde(borrow, default)]
-    pub(super) turn: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(super) call_id: Cow<'a, str>,
-    #[serde(borrow, default)]
-    pub(super) name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub(super) content: Option<TextLen>,
-    #[serde(default)]
-    pub(super) is_error: Option<bool>,
-    #[serde(default)]
-    pub(super) exit_code: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct EventRec<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    // Of any shape: read by what they hold (an event is otherwise passed through).
-    #[serde(default)]
-    paths: Option<Value>,
-    #[serde(default)]
-    trigger: Option<Value>,
-    #[serde(default)]
-    pre_tokens: Option<Value>,
-}
-
-/// The UTF-8 length of a `content` value (a string, or text blocks), measured while
-/// parsing so the text itself is never kept.
-pub(super) struct TextLen(pub(super) u64);
-
-impl<'de> Deserialize<'de> for TextLen {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TextLenVisitor)
-    }
-}
-
-struct TextLenVisitor;
-
-impl<'de> Visitor<'de> for TextLenVisitor {
-    type Value = TextLen;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("content as a string or an array of blocks")
-    }
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<TextLen, E> {
-        Ok(TextLen(s.len() as u64))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<TextLen, E> {
-        Ok(TextLen(0))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextLen, A::Error> {
-        let mut n = 0;
-        while let Some(block) = seq.next_element::<Block>()? {
-            n += block.text.map_or(0, |t| t.0);
-        }
-        Ok(TextLen(n))
-    }
-}
-
-#[derive(Deserialize)]
-struct Block {
-    #[serde(default)]
-    text: Option<StrLen>,
-}
-
-struct StrLen(u64);
-
-impl<'de> Deserialize<'de> for StrLen {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = StrLen;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<StrLen, E> {
-                Ok(StrLen(s.len() as u64))
-            }
-        }
-        d.deserialize_str(V)
-    }
 }
 
 #[cfg(test)]

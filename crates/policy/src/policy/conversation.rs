@@ -83,7 +83,7 @@ fn request(
     let id = format!("compaction-{n}");
     let mut fields = Map::new();
     fields.insert("trigger".into(), json!(trigger));
-    let event = EventRecord { name: Event::CompactionRequested, id: id.clone(), fields };
+    let event = EventRecord::with_fields(Event::CompactionRequested, id.clone(), fields);
     let mut journal = Journal::default();
     journal.push(Entry::CompactionRequested { id: id.clone() });
     let (record, text) = conversation_reanchor(t, cfg, &mut journal);

@@ -4,7 +4,7 @@
 //! Every writer reads these fields; only the canonical writer serializes them
 //! ([`Injected::to_canonical`]), and the policy weighs what it writes.
 
-use crate::transcript::{Event, Synthetic, Transcript};
+use crate::transcript::{Synthetic, Transcript};
 use serde_json::{json, Map, Value};
 
 /// A record a plan adds: a message, or an event (which has no place among messages).
@@ -70,14 +70,9 @@ impl IdList {
     }
 }
 
-/// A lifecycle event the tool appends, written as `type`, `name`, `id`, then its own
-/// fields.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventRecord {
-    pub name: Event,
-    pub id: String,
-    pub fields: Map<String, Value>,
-}
+/// A lifecycle event the tool appends: the canonical event record (written as
+/// `type`, `name`, `id`, then its own fields).
+pub type EventRecord = crate::transcript::record::EventRecord<'static>;
 
 impl Injected {
     /// The message, when it is one.
@@ -138,18 +133,6 @@ impl Message {
     }
 }
 
-impl EventRecord {
-    /// The canonical record.
-    pub fn to_canonical(&self) -> String {
-        let mut r = Map::new();
-        r.insert("type".into(), json!("event"));
-        r.insert("name".into(), json!(self.name.as_str()));
-        r.insert("id".into(), json!(self.id));
-        r.extend(self.fields.clone());
-        Value::Object(r).to_string()
-    }
-}
-
 /// The re-anchor message, for either path.
 pub(super) fn reanchor(t: &Transcript<'_>, text: &str, variant: super::PressurePath) -> Message {
     let mut own = Map::new();
@@ -205,7 +188,7 @@ mod tests {
     fn an_event_is_written_type_name_id_then_its_fields() {
         let mut fields = Map::new();
         fields.insert("trigger".into(), json!("auto"));
-        let e = Injected::Event(EventRecord { name: Event::CompactionRequested, id: "compaction-1".into(), fields });
+        let e = Injected::Event(EventRecord::with_fields(Event::CompactionRequested, "compaction-1".into(), fields));
         assert_eq!(
             e.to_canonical(),
             r#"{"type":"event","name":"compaction_requested","id":"compaction-1","trigger":"auto"}"#
