@@ -58,7 +58,7 @@
 
 pub use rivumi_modes::{
     batch, chart, check, config, dataset, engine, error, formats, hooks, inputs, mapped, output, policy, reanchor,
-    render, replay, report, resume, scan, signals, source, stats, text, tokens, transcript, ui, validate, walk,
+    render, replay, report, resume, run, scan, signals, source, stats, text, tokens, transcript, ui, validate, walk,
 };
 
 pub mod cli;

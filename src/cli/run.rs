@@ -1,14 +1,15 @@
-//! `run`: one input to stdout, or many (or an out-dir) as a parallel batch; dataset
-//! mode for OpenAI-format files.
+//! `run`: one input to stdout, or many (or an out-dir) as a parallel batch
+//! ([`crate::run`]); dataset mode for OpenAI-format files ([`crate::dataset`]). Here the
+//! flags are checked and what the library hands back is printed.
 
 use super::common::{jobs, print_warnings, settings};
 use super::{Emit, RunArgs};
-use crate::engine::process_input;
-use crate::engine::{Processed, Settings};
+use crate::engine::{process_input, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::formats::OutputFormat;
 use crate::inputs::{self, Input};
 use crate::output::{self, OutDir, Output};
+use crate::run::{self, Finished, RunOptions};
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
@@ -116,30 +117,67 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
         )));
     }
     let out = args.out_dir.as_deref().map(|dir| out_dir(dir, inputs)).transpose()?;
+    let emit = args.emit.or(args.dry_run.then_some(Emit::Decision)).or(lines.then_some(Emit::Transcript));
+    let mut opts = RunOptions {
+        dry_run: args.dry_run,
+        emit: emit.map(output_of),
+        out: out.as_ref(),
+        jobs: jobs(args.jobs),
+        progress: io::stderr().is_terminal() && !io::stdout().is_terminal() && inputs.len() > 1,
+    };
     if inputs.len() == 1 && out.is_none() {
         let input = &inputs[0];
+        opts.emit = Some(opts.emit.unwrap_or(Output::Transcript));
         // One large transcript is parsed in pieces on up to `--jobs` threads.
-        return crate::batch::with_threads(jobs(args.jobs), || {
+        return crate::batch::with_threads(opts.jobs, || {
             process_input(input, settings, |done| {
                 print_warnings(done);
-                writes_back(args, input, settings, done)?;
+                run::check_write_back(&opts, input, settings, done)?;
                 if let (Some(e), false) = (done.refusal(), args.dry_run) {
                     return Err(e);
                 }
-                crate::ui::note(&format!(
-                    "{}: {}; {}",
-                    input.display_name(),
-                    done.plan.decision.one_line(),
-                    done.accounting.summary()
-                ));
-                let emit = args.emit.unwrap_or(if args.dry_run { Emit::Decision } else { Emit::Transcript });
-                nothing_emitted_note(input, done, emit);
-                let code = write_out(w, |w| emit_to(w, done, emit))?;
+                crate::ui::note(&run::one_line(input, done));
+                let code = write_out(w, |w| run::emit(w, input, done, opts.emit.unwrap_or(Output::Transcript)))?;
                 Ok(if done.plan.refused() { Exit::Failed } else { code })
             })
         });
     }
-    run_batch(args, settings, inputs, out.as_ref(), lines, w)
+    let single = inputs.len() == 1;
+    let summary = run::run_batch(inputs, settings, &opts, |finished| match finished {
+        Finished::NotStarted => Ok(()),
+        Finished::Done { line, warnings, emitted, .. } => {
+            for w in &warnings {
+                crate::ui::warn(w);
+            }
+            if single {
+                crate::ui::note(&line);
+            }
+            w.write_all(&emitted)
+        }
+        Finished::Failed { input, error } => {
+            crate::ui::error(&error.to_string());
+            // One chat line per session, in input order, even for one that failed.
+            if lines {
+                w.write_all(run::failed_chat_line(input, &error).as_bytes())?;
+            }
+            Ok(())
+        }
+    });
+    let summary = summary.and_then(|s| w.flush().map(|()| s)).map_err(Error::stdout)?;
+    crate::ui::note(&summary.line());
+    crate::signals::finish();
+    Ok(summary.exit())
+}
+
+/// The output an `--emit` names.
+fn output_of(emit: Emit) -> Output {
+    match emit {
+        Emit::Transcript => Output::Transcript,
+        Emit::Decision => Output::Decision,
+        Emit::Journal => Output::Journal,
+        Emit::Summary => Output::Summary,
+        Emit::Reanchor => Output::Reanchor,
+    }
 }
 
 /// Writes to the run's output; a reader that closes stdout early (`head`) is not an error.
@@ -156,142 +194,4 @@ fn out_dir(dir: &Path, inputs: &[Input]) -> Result<OutDir> {
     let real_inputs = inputs::real_paths(inputs);
     output::refuse_out_dir_over_inputs(dir, inputs, &real_inputs)?;
     OutDir::create(dir, real_inputs)
-}
-
-/// Several inputs (or an out-dir): processed in parallel, reported in input order as
-/// each finishes (stdout, warnings and errors stream; nothing is held for the end).
-fn run_batch(
-    args: &RunArgs,
-    settings: &Settings,
-    inputs: &[Input],
-    out: Option<&OutDir>,
-    lines: bool,
-    w: &mut dyn Write,
-) -> Result<Exit> {
-    crate::signals::graceful();
-    let progress = io::stderr().is_terminal() && !io::stdout().is_terminal() && inputs.len() > 1;
-    let mut summary = crate::report::BatchSummary::new(inputs.len());
-    let mut closed = None;
-    let process = |input: &Input| {
-        process_input(input, settings, |done| {
-            writes_back(args, input, settings, done)?;
-            if let Some(e) = done.refusal() {
-                return Err(e);
-            }
-            if let (Some(out), false) = (out, args.dry_run) {
-                output::write_out_dir(out, &input.out_name, done)?;
-            }
-            let line =
-                format!("{}: {}; {}", input.display_name(), done.plan.decision.one_line(), done.accounting.summary());
-            // `--emit` (or `--dry-run`'s decision) still goes to stdout, in input order;
-            // decisions as JSON Lines that name their input.
-            let mut emitted = Vec::new();
-            let emit = args.emit.or(args.dry_run.then_some(Emit::Decision)).or(lines.then_some(Emit::Transcript));
-            match emit {
-                Some(Emit::Decision) => decision_line(&mut emitted, &input.path, done),
-                Some(e) => {
-                    emit_to(&mut emitted, done, e).map_err(Error::stdout)?;
-                    nothing_emitted_note(input, done, e);
-                }
-                None => {}
-            }
-            Ok((line, done.warnings.clone(), done.plan.changes(), emitted))
-        })
-    };
-    crate::batch::for_each(inputs, jobs(args.jobs), progress, process, |k, r| {
-        match r {
-            None => summary.not_started += 1,
-            Some(Ok((line, warnings, changed, emitted))) => {
-                for w in &warnings {
-                    crate::ui::warn(w);
-                }
-                summary.done(changed);
-                if inputs.len() == 1 {
-                    crate::ui::note(&line);
-                }
-                if let Err(e) = w.write_all(&emitted) {
-                    closed = Some(e);
-                    return false;
-                }
-            }
-            Some(Err(e)) => {
-                summary.failed(&e);
-                crate::ui::error(&e.to_string());
-                // One chat line per session, in input order, even for one that failed: a
-                // line that says so keeps the lines matched to the files.
-                if lines && args.output_format == OutputFormat::Openai {
-                    let line = failed_chat_line(&inputs[k].display_name(), &e.to_string());
-                    if let Err(e) = w.write_all(line.as_bytes()) {
-                        closed = Some(e);
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    });
-    if let Some(e) = closed.or_else(|| w.flush().err()) {
-        return Err(Error::stdout(e));
-    }
-    crate::ui::note(&summary.line());
-    crate::signals::finish();
-    Ok(summary.exit())
-}
-
-/// The chat line of a session that could not be read or compacted: no messages, and
-/// under `rivumi` (a key chat-format loaders ignore) the session and the error.
-fn failed_chat_line(source: &str, error: &str) -> String {
-    let line = serde_json::json!({"messages": [], "rivumi": {"source": source, "error": error}});
-    format!("{line}\n")
-}
-
-/// A decision as one JSON line, the input's path first (`--dry-run` or `--emit
-/// decision` over several inputs).
-fn decision_line(w: &mut Vec<u8>, path: &Path, done: &Processed<'_>) {
-    let mut line = serde_json::Map::new();
-    line.insert("input".into(), serde_json::Value::String(path.display().to_string()));
-    if let Ok(serde_json::Value::Object(d)) = serde_json::to_value(&done.plan.decision) {
-        line.extend(d);
-    }
-    w.extend_from_slice(serde_json::Value::Object(line).to_string().as_bytes());
-    w.push(b'\n');
-}
-
-/// `--emit summary` or `reanchor` prints nothing when nothing was rendered: say so on
-/// stderr, so an empty stdout is not mistaken for an empty summary.
-fn nothing_emitted_note(input: &Input, done: &Processed<'_>, emit: Emit) {
-    let (rendered, what) = match emit {
-        Emit::Summary => (done.plan.summary_text.is_some(), "summary"),
-        Emit::Reanchor => (done.plan.reanchor_text.is_some(), "re-anchor block"),
-        _ => return,
-    };
-    if !rendered {
-        crate::ui::note(&format!(
-            "{}: no {what} was injected ({}), nothing to print",
-            input.display_name(),
-            done.plan.decision.action.as_str()
-        ));
-    }
-}
-
-/// A session is written back in the agent's own format only with a compaction to record
-/// (`resume::nothing_to_record` says what to do when there is none); `--dry-run` and
-/// `--emit` other than the transcript write nothing back.
-fn writes_back(args: &RunArgs, input: &Input, settings: &Settings, done: &Processed<'_>) -> Result<()> {
-    if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
-        return Ok(());
-    }
-    crate::resume::nothing_to_record(input, settings, done).map_or(Ok(()), Err)
-}
-
-/// Writes one output to a writer.
-fn emit_to(w: &mut dyn Write, done: &Processed<'_>, emit: Emit) -> io::Result<()> {
-    let out = match emit {
-        Emit::Transcript => Output::Transcript,
-        Emit::Decision => Output::Decision,
-        Emit::Journal => Output::Journal,
-        Emit::Summary => Output::Summary,
-        Emit::Reanchor => Output::Reanchor,
-    };
-    out.write(w, done)
 }

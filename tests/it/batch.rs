@@ -195,3 +195,50 @@ fn stdout_closed_early_is_success() {
     assert_eq!(status.code(), Some(0));
     assert_eq!(&first, b"{\"type\":\"m");
 }
+
+/// The batch is a library function: inputs handed back in input order with what each
+/// printed, a bad one failed among good ones, the counts in the summary.
+#[test]
+fn a_batch_is_a_library_call_that_hands_back_each_input_in_order() {
+    use rivumi_compact::engine::Settings;
+    use rivumi_compact::formats::InputFormat;
+    use rivumi_compact::output::Output;
+    use rivumi_compact::run::{run_batch, Finished, RunOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let cases = root().join("testdata/cases");
+    let mut args = Vec::new();
+    for (k, name) in ["fallback-applied", "below-threshold", "conversation-native-request"].iter().enumerate() {
+        let to = dir.path().join(format!("{k}.jsonl"));
+        std::fs::copy(cases.join(name).join("input.jsonl"), &to).unwrap();
+        args.push(to.display().to_string());
+        if k == 0 {
+            let bad = dir.path().join("0-bad.jsonl");
+            std::fs::write(&bad, "{\"type\":\"message\"\n").unwrap();
+            args.push(bad.display().to_string());
+        }
+    }
+    let inputs = rivumi_compact::inputs::expand(&args, InputFormat::Auto, None).unwrap();
+    let opts = RunOptions { dry_run: true, emit: Some(Output::Decision), out: None, jobs: 2, progress: false };
+    let mut seen = Vec::new();
+    let summary = run_batch(&inputs, &Settings::default(), &opts, |f| {
+        seen.push(match f {
+            Finished::Done { input, emitted, .. } => {
+                let line: serde_json::Value = serde_json::from_slice(&emitted).unwrap();
+                assert_eq!(line["input"], input.path.display().to_string());
+                format!("{} {}", input.display_name().rsplit('/').next().unwrap(), line["action"])
+            }
+            Finished::Failed { input, error } => {
+                format!("{} failed: {error}", input.display_name().rsplit('/').next().unwrap())
+            }
+            Finished::NotStarted => "not started".into(),
+        });
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen.len(), 4, "{seen:#?}");
+    assert_eq!(seen[0], "0.jsonl \"history_fallback\"", "{seen:#?}");
+    assert!(seen[1].starts_with("0-bad.jsonl failed: ") && seen[1].contains(":1:"), "{seen:#?}");
+    assert_eq!(seen[2], "1.jsonl \"none\"", "{seen:#?}");
+    assert!(seen[3].starts_with("2.jsonl \""), "{seen:#?}");
+    assert_eq!(summary.line(), "4 file(s): 2 compacted, 1 unchanged, 1 failed", "{seen:#?}");
+}

@@ -1,4 +1,4 @@
-//! rivumi-compact, the modes: stats, dataset, replay, chart, check, validate.
+//! rivumi-compact, the modes: run, stats, dataset, replay, chart, check, validate.
 //!
 //! One layer of the workspace (see the `rivumi-compact` crate doc): it depends on the crate
 //! below it only, and re-exports that crate's modules so that `crate::` paths read the same
@@ -13,5 +13,6 @@ pub mod chart;
 pub mod check;
 pub mod dataset;
 pub mod replay;
+pub mod run;
 pub mod stats;
 pub mod validate;
