@@ -252,7 +252,7 @@ floors c
 mrow "jq -c . (vs run)" jq "$(ratio "${MED[jq]}" "${MED[run]}")" ">= 15"
 mrow "python json.loads + write (vs run)" py "$(ratio "${MED[py]}" "${MED[run]}")" ">= 4"
 mrow "run, a tenth of the size (10x step)" step "$(ratio "${MED[run]}" "${MED[step]}")" "<= 11"
-row "peak RSS / input size" "$(( rss / 1024 )) MiB" "" "" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.2"
+row "peak RSS / input size" "$(( rss / 1024 )) MiB" "" "" "$(python3 -c "print(f'{$rss*1024/$size:.2f}')")" "<= 1.1"
 mrow "$FILES files, --jobs 1" j1 "" ""
 mrow "$FILES files, --jobs 2 (speed-up)" j2 "$(ratio "${MED[j1]}" "${MED[j2]}")" ">= 1.8"
 if [ ${#halves_cmd[@]} -gt 0 ]; then

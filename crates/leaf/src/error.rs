@@ -145,6 +145,16 @@ impl Error {
         Error::BadLine { at: Location { file: file.to_path_buf(), line, column }, message: message.into() }
     }
 
+    /// The same error with its line `by` lines further on (a piece of an input read on
+    /// its own, numbered from its start).
+    #[must_use]
+    pub fn shift_line(mut self, by: usize) -> Self {
+        if let Error::BadLine { at, .. } = &mut self {
+            at.line += by;
+        }
+        self
+    }
+
     pub fn bad_input(file: &Path, message: impl Into<String>) -> Self {
         Error::BadInput { file: file.to_path_buf(), message: message.into() }
     }

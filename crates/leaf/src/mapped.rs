@@ -13,6 +13,12 @@
 //! from it is committed (every atomic output checks [`check_current`] first; stdout
 //! checks [`Mapped::intact`] before the run says it succeeded), and a batch goes on
 //! with its other files. `RIVUMI_MMAP=0` reads every input into memory instead.
+//!
+//! A mapped input does not stay resident beside what is made of it: the reader gives
+//! back each piece it has parsed ([`release`]), and the passes that read a little of
+//! every line afterwards (the writer's copy, re-anchor's look at the calls, the list of
+//! the ids a summary replaces) give back what they have passed ([`Behind`]). A page read
+//! again is read from the file again (the page cache), as it was the first time.
 
 use std::cell::Cell;
 use std::io;
@@ -162,6 +168,58 @@ fn changed() -> io::Error {
     )
 }
 
+/// Gives back the memory of the whole pages of `bytes` when they lie in a live mapping
+/// (a no-op for bytes in ordinary memory): the reader calls it on each piece it has
+/// read, the writer on each piece it has written, so that a large input does not stay
+/// resident beside what is made of it. The bytes stay readable: a later read faults
+/// them in again from the file (from the page cache, usually), as the first one did.
+pub fn release(bytes: &[u8]) {
+    let (from, to) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
+    let page = PAGE.load(Ordering::SeqCst);
+    // Whole pages only: the partial pages at either end may hold bytes still in use.
+    let (start, end) = ((from + page - 1) & !(page - 1), to & !(page - 1));
+    if end <= start {
+        return;
+    }
+    let inside = TABLE.iter().any(|slot| {
+        let (s, len) = (slot.start.load(Ordering::SeqCst), slot.len.load(Ordering::SeqCst));
+        s != 0 && start >= s && end <= s + len
+    });
+    if inside {
+        // SAFETY: the range is whole pages of a live read-only file mapping (the caller
+        // borrows the bytes from it, so it is not unmapped meanwhile). MADV_DONTNEED on
+        // a file mapping only drops this process's view of the pages: a later access
+        // reads them from the file again, and nothing is lost (the mapping is read-only
+        // and shared). A page the SIGBUS handler replaced reads as zeros again.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+    }
+}
+
+/// A pass over a mapped input in file order that gives back what it has passed, a few
+/// MB at a time ([`release`]): a pass that reads a little of every line (ids, call
+/// arguments, the records it copies) would otherwise bring the whole input back.
+pub struct Behind<'a> {
+    src: &'a [u8],
+    from: usize,
+}
+
+impl<'a> Behind<'a> {
+    /// Bytes between two releases.
+    const STEP: usize = 8 << 20;
+
+    pub fn new(src: &'a [u8]) -> Self {
+        Behind { src, from: 0 }
+    }
+
+    /// The pass has reached `offset` in `src` and will not come back before it.
+    pub fn reached(&mut self, offset: usize) {
+        if offset >= self.from + Self::STEP && offset <= self.src.len() {
+            release(&self.src[self.from..offset]);
+            self.from = offset;
+        }
+    }
+}
+
 /// `Err` when the input this thread is processing is mapped and shrank or was written
 /// meanwhile.
 pub fn check_current() -> io::Result<()> {
@@ -228,5 +286,35 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _conte
     if let Some(previous) = PREVIOUS.get() {
         // SAFETY: restoring the action that was in place before ours.
         unsafe { libc::sigaction(libc::SIGBUS, previous, std::ptr::null_mut()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages given back read again as the file's bytes: in a pass behind it and whole.
+    #[test]
+    fn released_pages_read_back_as_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let bytes: Vec<u8> = (0..(20usize << 20)).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let Some(m) = Mapped::new(&file, bytes.len()) else {
+            panic!("a 20 MiB regular file maps");
+        };
+        assert_eq!(m.bytes(), &bytes[..]);
+        let mut behind = Behind::new(m.bytes());
+        for at in (0..bytes.len()).step_by(1 << 20) {
+            behind.reached(at);
+        }
+        assert_eq!(m.bytes(), &bytes[..]);
+        release(&m.bytes()[3..bytes.len() - 5]);
+        assert_eq!(m.bytes(), &bytes[..]);
+        // Bytes in ordinary memory are left alone.
+        release(&bytes);
+        assert_eq!(bytes[12345], (12345 % 251) as u8);
+        m.intact().unwrap();
     }
 }

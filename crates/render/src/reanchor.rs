@@ -17,7 +17,9 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let mut last_plan: Option<(usize, usize)> = None;
     let failed = failed_calls(t);
     let mut kinds: HashMap<&str, (bool, bool)> = HashMap::default();
+    let mut behind = crate::mapped::Behind::new(t.src);
     for r in &t.records {
+        behind.reached(r.span.start);
         let i = match &r.kind {
             crate::transcript::RecordKind::Item(i) => *i,
             crate::transcript::RecordKind::Event(e) if crate::transcript::Event::FilesChanged.is(&e.name) => {

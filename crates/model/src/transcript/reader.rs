@@ -33,15 +33,27 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
     let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
     let threads = crate::batch::threads();
     let mut failed = None;
+    // Lines before the chunk being joined: a chunk numbers its own lines from 1, so no
+    // pass over the whole input comes before the parse.
+    let mut lines_before = 0;
     crate::batch::map_ordered(
         &chunks,
         threads,
         threads + 1,
-        |chunk| parse_chunk(src, chunk, file),
-        |k, (chunk, error)| {
-            reserve_projected(&mut t, &mut ids, &chunk, chunks[k].0.end - bom, src.len() - bom);
-            match join(&mut t, &mut ids, chunk, file).err().or(error) {
-                None => true,
+        |range| parse_chunk(src, range, file),
+        |k, (chunk, lines, error)| {
+            reserve_projected(&mut t, &mut ids, &chunk, chunks[k].end - bom, src.len() - bom);
+            let first = t.items.len();
+            let error = error.map(|e| e.shift_line(lines_before));
+            match join(&mut t, &mut ids, chunk, lines_before, file).err().or(error) {
+                None => {
+                    lines_before += lines;
+                    // Linked while the chunk's ids are in memory; then its pages go (a
+                    // mapped input's: a borrowed string read later faults them in again).
+                    link_from(&mut t, first);
+                    crate::mapped::release(&src[chunks[k].clone()]);
+                    true
+                }
                 Some(e) => {
                     failed = Some(e);
                     false
@@ -52,7 +64,8 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
     if let Some(e) = failed {
         return Err(e);
     }
-    link_results(&mut t);
+    // What the joins read again since (an id compared, a map grown) goes too.
+    crate::mapped::release(src);
     Ok(t)
 }
 
@@ -80,6 +93,12 @@ fn reserve_projected<'a>(
     if ids.capacity() < ids.len() + chunk.items.len() {
         ids.reserve(items - ids.len());
     }
+    // The map from call ids to their items, which the chunks are linked into as they come.
+    let need = t.call_owner.len() + chunk.items.iter().map(|i| i.calls().len()).sum::<usize>();
+    if t.call_owner.capacity() < need {
+        let projected = (need as u128 * total as u128 / done.max(1) as u128) as usize;
+        t.call_owner.reserve(projected.max(need) - t.call_owner.len());
+    }
 }
 
 /// Appends a parsed chunk to the transcript, its indices made the transcript's. The
@@ -89,10 +108,12 @@ fn join<'a>(
     t: &mut Transcript<'a>,
     ids: &mut HashMap<Cow<'a, str>, usize>,
     chunk: Transcript<'a>,
+    lines_before: usize,
     file: &Path,
 ) -> Result<()> {
     let (record_offset, item_offset) = (t.records.len(), t.items.len());
     for mut r in chunk.records {
+        r.line += lines_before;
         match &mut r.kind {
             RecordKind::Item(i) => {
                 let id = chunk.items[*i].id.clone();
@@ -136,10 +157,10 @@ pub(super) fn empty(src: &[u8], bom: usize) -> Transcript<'_> {
     }
 }
 
-/// Byte ranges of about `CHUNK_BYTES` that end on line ends, with their first line number.
-fn split(src: &[u8], bom: usize, chunk_bytes: usize) -> Vec<(std::ops::Range<usize>, usize)> {
+/// Byte ranges of about `CHUNK_BYTES` that end on line ends.
+fn split(src: &[u8], bom: usize, chunk_bytes: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
-    let (mut start, mut line) = (bom, 1);
+    let mut start = bom;
     while start < src.len() || out.is_empty() {
         let target = (start + chunk_bytes).min(src.len());
         let end = if target == src.len() {
@@ -147,37 +168,37 @@ fn split(src: &[u8], bom: usize, chunk_bytes: usize) -> Vec<(std::ops::Range<usi
         } else {
             memchr::memchr(b'\n', &src[target..]).map_or(src.len(), |off| target + off + 1)
         };
-        out.push((start..end, line));
-        line += memchr::memchr_iter(b'\n', &src[start..end]).count();
+        out.push(start..end);
         start = end;
     }
     out
 }
 
-/// Parses the lines in `range`, numbering them from `first_line`, up to the first bad
-/// line (returned beside what came before it). Item and record indices are local to
-/// the chunk until `parse` joins the chunks.
+/// Parses the lines in `range`, numbering them from 1, up to the first bad line
+/// (returned beside what came before it), and counts them. Line numbers and item and
+/// record indices are local to the chunk until `parse` joins the chunks.
 fn parse_chunk<'a>(
     src: &'a [u8],
-    (range, first_line): &(std::ops::Range<usize>, usize),
+    range: &std::ops::Range<usize>,
     file: &Path,
-) -> (Transcript<'a>, Option<Error>) {
+) -> (Transcript<'a>, usize, Option<Error>) {
     let mut t = empty(src, 0);
-    let error = parse_lines(&mut t, src, range.clone(), *first_line, file).err();
-    (t, error)
+    let mut lines = 0;
+    let error = parse_lines(&mut t, src, range.clone(), &mut lines, file).err();
+    (t, lines, error)
 }
 
 fn parse_lines<'a>(
     t: &mut Transcript<'a>,
     src: &'a [u8],
     range: std::ops::Range<usize>,
-    first_line: usize,
+    line_no: &mut usize,
     file: &Path,
 ) -> Result<()> {
     let mut start = range.start;
-    let mut line_no = first_line - 1;
     while start < range.end {
-        line_no += 1;
+        *line_no += 1;
+        let line_no = *line_no;
         let (end, text_end) = line_bounds(src, start);
         let is_last = end == src.len();
         let text = utf8_line(&src[start..text_end], file, line_no)?;
@@ -283,10 +304,16 @@ fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterm
     Error::bad_line(file, line, column, what)
 }
 
+/// Links every result to the item holding its call (the latest one before it).
 pub fn link_results(t: &mut Transcript<'_>) {
     // Sized once: a map grown by doubling leaves the memory of every smaller one behind.
     t.call_owner.reserve(t.items.iter().map(|i| i.calls().len()).sum());
-    for i in 0..t.items.len() {
+    link_from(t, 0);
+}
+
+/// Links the items from `first` on, those before already linked.
+fn link_from(t: &mut Transcript<'_>, first: usize) {
+    for i in first..t.items.len() {
         for call in t.items[i].calls() {
             t.call_owner.insert(call.id.clone(), i);
         }

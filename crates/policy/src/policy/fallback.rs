@@ -94,7 +94,11 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
     own.insert("summarized_usage".into(), summarized_usage(t, eligible, est));
     let first_turn = t.items[eligible[0]].turn.as_deref().map(str::to_string);
     let mut record = injected::Message::new(Synthetic::HistorySummaryFallback, first_turn, own, text.clone());
-    record.summarized = Some(injected::IdList::new(eligible.iter().map(|&i| &*t.items[i].id)));
+    let mut behind = crate::mapped::Behind::new(t.src);
+    record.summarized = Some(injected::IdList::new(eligible.iter().map(|&i| {
+        behind.reached(t.records[t.items[i].record].span.start);
+        &*t.items[i].id
+    })));
     let after = before - removed + summary;
     let event =
         Entry::HistoryFallbackApplied { items_summarized: eligible.len(), tokens_before: before, tokens_after: after };

@@ -17,10 +17,14 @@ use std::path::{Path, PathBuf};
 /// injected records added where the walk puts them, each injected line ending with `\n`.
 pub fn write_transcript(w: &mut dyn Write, t: &Transcript<'_>, plan: &Plan) -> io::Result<()> {
     let src = t.src;
+    let mut behind = crate::mapped::Behind::new(src);
     // `pending..cursor` are kept bytes not yet written (from 0: the BOM included);
     // a record that starts after `cursor` follows removed ones, which are skipped.
     let (mut pending, mut cursor) = (0, t.records.first().map_or(src.len(), |r| r.span.start));
-    let mut ends_with_newline = true;
+    // The last kept record, when it is the last thing written: an injected line after
+    // it needs a line end first if it has none (looked at only then: reading a byte of
+    // every record would bring every page of a mapped input back).
+    let mut last_kept: Option<usize> = None;
     let walk = Walk { records: true, ..Walk::default() };
     for step in steps(t, plan, walk) {
         let kept = match step {
@@ -31,29 +35,46 @@ pub fn write_transcript(w: &mut dyn Write, t: &Transcript<'_>, plan: &Plan) -> i
         if let Some(ri) = kept {
             let r = &t.records[ri];
             if r.span.start != cursor {
-                w.write_all(&src[pending..cursor])?;
+                copy(w, src, pending..cursor, &mut behind)?;
                 pending = r.span.start;
             }
             cursor = r.span.end;
-            ends_with_newline = r.terminated(src);
+            last_kept = Some(ri);
             continue;
         }
-        w.write_all(&src[pending..cursor])?;
+        copy(w, src, pending..cursor, &mut behind)?;
         pending = cursor;
         let line = match step {
             Step::Injected(m) => m.to_canonical(),
             Step::Event(e) => e.to_canonical(),
             Step::Kept(_) | Step::Record(_) => unreachable!("handled above"),
         };
-        if !ends_with_newline {
+        if last_kept.take().is_some_and(|ri| !t.records[ri].terminated(src)) {
             w.write_all(b"\n")?;
         }
         w.write_all(line.as_bytes())?;
         w.write_all(b"\n")?;
-        ends_with_newline = true;
     }
     // The reader's records cover the file after the BOM: nothing follows the last one.
-    w.write_all(&src[pending..cursor])
+    copy(w, src, pending..cursor, &mut behind)
+}
+
+/// Copies input bytes through, a few MB at a time, giving back a mapped input's pages
+/// behind the copy.
+fn copy(
+    w: &mut dyn Write,
+    src: &[u8],
+    range: std::ops::Range<usize>,
+    behind: &mut crate::mapped::Behind<'_>,
+) -> io::Result<()> {
+    let mut at = range.start;
+    while at < range.end {
+        let end = range.end.min(at + (4 << 20));
+        w.write_all(&src[at..end])?;
+        behind.reached(end);
+        at = end;
+    }
+    Ok(())
 }
 
 /// Makes what was written the output (`f`: the renames), unless the input it was made
