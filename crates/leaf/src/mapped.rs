@@ -16,8 +16,9 @@
 //!
 //! A mapped input does not stay resident beside what is made of it: the reader gives
 //! back each piece it has parsed ([`release`]), and the passes that read a little of
-//! every line afterwards (the writer's copy, re-anchor's look at the calls, the list of
-//! the ids a summary replaces) give back what they have passed ([`Behind`]). A page read
+//! every line afterwards (the writer's copy, re-anchor's look at the calls and the failed
+//! results, the list of the ids a summary replaces) give back what they have passed
+//! ([`Behind`]). A page read
 //! again is read from the file again (the page cache), as it was the first time.
 
 use std::cell::Cell;

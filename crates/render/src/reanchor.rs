@@ -102,7 +102,18 @@ fn string_object(args: &Value) -> Option<Value> {
 
 /// Calls (by item and call id) whose result reports failure.
 fn failed_calls<'t>(t: &'t Transcript<'_>) -> HashSet<(usize, &'t str)> {
-    t.items.iter().filter(|r| r.failed()).filter_map(|r| Some((r.call_item?, r.result_call_id()?))).collect()
+    // In file order, giving back a mapped input's pages behind (each id hashed is read),
+    // into a set sized once (growing it would hash every id again, bringing them back).
+    let mut behind = crate::mapped::Behind::new(t.src);
+    let mut failed = HashSet::default();
+    failed.reserve(t.items.iter().filter(|r| r.failed()).count());
+    for r in t.items.iter().filter(|r| r.failed()) {
+        behind.reached(t.records[r.record].span.start);
+        if let (Some(owner), Some(id)) = (r.call_item, r.result_call_id()) {
+            failed.insert((owner, id));
+        }
+    }
+    failed
 }
 
 /// File headers inside patches and unified diffs, in every string argument.
