@@ -153,15 +153,6 @@ pub enum Shell {
     Fish,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Emit {
-    Transcript,
-    Summary,
-    Reanchor,
-    Decision,
-    Journal,
-}
-
 /// What dataset mode does with a line it cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BadLines {
@@ -179,7 +170,7 @@ pub struct RunArgs {
     pub out_dir: Option<PathBuf>,
     /// Print this output on stdout instead of the transcript
     #[arg(long, value_enum, value_name = "OUTPUT")]
-    pub emit: Option<Emit>,
+    pub emit: Option<crate::output::Output>,
     /// Decide without side effects: no files, no hooks, no summarizer; print the decision
     #[arg(long)]
     pub dry_run: bool,
@@ -337,7 +328,7 @@ pub struct CaseFlags {
     pub output_format: OutputFormat,
     /// Accepted and changes nothing: the case pins every output `--emit` can print
     #[arg(long, value_name = "OUTPUT", value_enum)]
-    pub emit: Option<Emit>,
+    pub emit: Option<crate::output::Output>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

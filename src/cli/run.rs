@@ -3,7 +3,7 @@
 //! flags are checked and what the library hands back is printed.
 
 use super::common::{jobs, print_warnings, settings};
-use super::{Emit, RunArgs};
+use super::RunArgs;
 use crate::engine::{process_input, Settings};
 use crate::error::{Error, Exit, Result};
 use crate::formats::OutputFormat;
@@ -89,7 +89,7 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
                 "--output-format {f} writes a session back: {dataset} files are datasets"
             )));
         }
-        if args.dry_run || args.emit.is_some_and(|e| e != Emit::Transcript) {
+        if args.dry_run || args.emit.is_some_and(|e| e != Output::Transcript) {
             return Err(Error::Usage(format!(
                 "dataset mode ({dataset}) writes one line per line: no --dry-run or --emit"
             )));
@@ -103,7 +103,7 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
         return Ok(super::dataset::run(inputs, &s, out.as_ref(), jobs(args.jobs), w));
     }
     // One chat line per transcript: several inputs give their lines in input order.
-    let lines = args.output_format == OutputFormat::Openai && args.emit.is_none_or(|e| e == Emit::Transcript);
+    let lines = args.output_format == OutputFormat::Openai && args.emit.is_none_or(|e| e == Output::Transcript);
     if args.provenance && !lines {
         return Err(Error::Usage(
             "--provenance marks chat lines and dataset rows: a session is written in its own format; add --output-format openai"
@@ -117,17 +117,18 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
         )));
     }
     let out = args.out_dir.as_deref().map(|dir| out_dir(dir, inputs)).transpose()?;
-    let emit = args.emit.or(args.dry_run.then_some(Emit::Decision)).or(lines.then_some(Emit::Transcript));
+    let emit = args.emit.or(args.dry_run.then_some(Output::Decision)).or(lines.then_some(Output::Transcript));
     let mut opts = RunOptions {
         dry_run: args.dry_run,
-        emit: emit.map(output_of),
+        emit,
         out: out.as_ref(),
         jobs: jobs(args.jobs),
         progress: io::stderr().is_terminal() && !io::stdout().is_terminal() && inputs.len() > 1,
     };
     if inputs.len() == 1 && out.is_none() {
         let input = &inputs[0];
-        opts.emit = Some(opts.emit.unwrap_or(Output::Transcript));
+        let emit = opts.emit.unwrap_or(Output::Transcript);
+        opts.emit = Some(emit);
         // One large transcript is parsed in pieces on up to `--jobs` threads.
         return crate::batch::with_threads(opts.jobs, || {
             process_input(input, settings, |done| {
@@ -137,12 +138,14 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
                     return Err(e);
                 }
                 crate::ui::note(&run::one_line(input, done));
-                let code = write_out(w, |w| run::emit(w, input, done, opts.emit.unwrap_or(Output::Transcript)))?;
+                let code = write_out(w, |w| run::emit(w, input, done, emit))?;
                 Ok(if done.plan.refused() { Exit::Failed } else { code })
             })
         });
     }
     let single = inputs.len() == 1;
+    // The first signal stops starting inputs; `finish` below dies of it once they end.
+    crate::signals::graceful();
     let summary = run::run_batch(inputs, settings, &opts, |finished| match finished {
         Finished::NotStarted => Ok(()),
         Finished::Done { line, warnings, emitted, .. } => {
@@ -167,17 +170,6 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
     crate::ui::note(&summary.line());
     crate::signals::finish();
     Ok(summary.exit())
-}
-
-/// The output an `--emit` names.
-fn output_of(emit: Emit) -> Output {
-    match emit {
-        Emit::Transcript => Output::Transcript,
-        Emit::Decision => Output::Decision,
-        Emit::Journal => Output::Journal,
-        Emit::Summary => Output::Summary,
-        Emit::Reanchor => Output::Reanchor,
-    }
 }
 
 /// Writes to the run's output; a reader that closes stdout early (`head`) is not an error.

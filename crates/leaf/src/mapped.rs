@@ -294,6 +294,15 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _conte
 mod tests {
     use super::*;
 
+    /// The kB of the mapping that starts at `bytes` that this process holds resident
+    /// (`/proc/self/smaps`).
+    fn resident_kb(bytes: &[u8]) -> u64 {
+        let start = format!("{:x}-", bytes.as_ptr() as usize);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
+        lines.find_map(|l| l.strip_prefix("Rss:")).map(|v| v.trim().trim_end_matches(" kB").parse().unwrap()).unwrap()
+    }
+
     /// Pages given back read again as the file's bytes: in a pass behind it and whole.
     #[test]
     fn released_pages_read_back_as_the_file() {
@@ -306,12 +315,16 @@ mod tests {
             panic!("a 20 MiB regular file maps");
         };
         assert_eq!(m.bytes(), &bytes[..]);
+        assert!(resident_kb(m.bytes()) >= 16 << 10, "read whole, the mapping is resident");
         let mut behind = Behind::new(m.bytes());
         for at in (0..bytes.len()).step_by(1 << 20) {
             behind.reached(at);
         }
+        // Behind the pass (it reached 19 MiB): given back in 8 MiB steps, 16 MiB of it.
+        assert!(resident_kb(m.bytes()) <= 5 << 10, "{} kB resident", resident_kb(m.bytes()));
         assert_eq!(m.bytes(), &bytes[..]);
         release(&m.bytes()[3..bytes.len() - 5]);
+        assert!(resident_kb(m.bytes()) <= 8, "{} kB resident", resident_kb(m.bytes()));
         assert_eq!(m.bytes(), &bytes[..]);
         // Bytes in ordinary memory are left alone.
         release(&bytes);

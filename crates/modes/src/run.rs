@@ -106,14 +106,14 @@ pub fn failed_chat_line(input: &Input, error: &Error) -> String {
 
 /// Processes `inputs` on `opts.jobs` threads and hands each to `sink` in input order as
 /// it finishes (nothing is held for the end). `sink` returning an error (stdout closed)
-/// stops the batch: no new input starts, and the error is returned.
+/// stops the batch: no new input starts, and the error is returned. After a signal, no
+/// new input starts either, when the caller asked for that ([`crate::signals::graceful`]).
 pub fn run_batch<'i>(
     inputs: &'i [Input],
     settings: &Settings,
     opts: &RunOptions<'_>,
     mut sink: impl FnMut(Finished<'i>) -> io::Result<()>,
 ) -> io::Result<BatchSummary> {
-    crate::signals::graceful();
     let mut summary = BatchSummary::new(inputs.len());
     let mut closed = None;
     let process = |input: &Input| {

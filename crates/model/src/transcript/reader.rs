@@ -80,24 +80,23 @@ fn reserve_projected<'a>(
     done: usize,
     total: usize,
 ) {
-    fn project<T>(v: &mut Vec<T>, add: usize, done: usize, total: usize) -> usize {
-        let need = v.len() + add;
-        let projected = (need as u128 * total as u128 / done.max(1) as u128) as usize;
-        if v.capacity() < need {
-            v.reserve_exact(projected.max(need) - v.len());
-        }
-        projected.max(need)
+    // What `need` entries after `done` bytes come to over all `total` (never fewer).
+    let projected = |need: usize| ((need as u128 * total as u128 / done.max(1) as u128) as usize).max(need);
+    // Room for `add` more, when there is none: as many as projected.
+    let room = |v_len: usize, cap: usize, add: usize| (cap < v_len + add).then(|| projected(v_len + add) - v_len);
+    if let Some(more) = room(t.records.len(), t.records.capacity(), chunk.records.len()) {
+        t.records.reserve_exact(more);
     }
-    project(&mut t.records, chunk.records.len(), done, total);
-    let items = project(&mut t.items, chunk.items.len(), done, total);
-    if ids.capacity() < ids.len() + chunk.items.len() {
-        ids.reserve(items - ids.len());
+    if let Some(more) = room(t.items.len(), t.items.capacity(), chunk.items.len()) {
+        t.items.reserve_exact(more);
+    }
+    if let Some(more) = room(ids.len(), ids.capacity(), chunk.items.len()) {
+        ids.reserve(more);
     }
     // The map from call ids to their items, which the chunks are linked into as they come.
-    let need = t.call_owner.len() + chunk.items.iter().map(|i| i.calls().len()).sum::<usize>();
-    if t.call_owner.capacity() < need {
-        let projected = (need as u128 * total as u128 / done.max(1) as u128) as usize;
-        t.call_owner.reserve(projected.max(need) - t.call_owner.len());
+    let calls = chunk.items.iter().map(|i| i.calls().len()).sum::<usize>();
+    if let Some(more) = room(t.call_owner.len(), t.call_owner.capacity(), calls) {
+        t.call_owner.reserve(more);
     }
 }
 

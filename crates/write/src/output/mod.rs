@@ -427,14 +427,15 @@ fn remove_stale(real: &Path, files: &[&str]) -> io::Result<()> {
     Ok(())
 }
 
-/// The outputs of one run, by the file name `--out-dir` gives each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The outputs of one run, by the file name `--out-dir` gives each; the values of
+/// `--emit`, in the order its help lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
     Transcript,
-    Decision,
-    Journal,
     Summary,
     Reanchor,
+    Decision,
+    Journal,
 }
 
 impl Output {
