@@ -51,37 +51,11 @@ pub fn preview_json_into(out: &mut String, literal: &str, max: usize) -> Option<
 
 fn write_preview_json(out: &mut String, literal: &str, max: usize) -> Option<bool> {
     let body = literal.strip_prefix('"')?.strip_suffix('"')?;
-    let b = body.as_bytes();
     let mut p = Previewer::new(out, max, body.len());
-    // The next escape is looked for a window at a time: a long text with none near its
-    // start is not searched to its end for a preview of its first line.
-    let window = max.saturating_mul(4).saturating_add(64);
-    let mut i: usize = 0;
-    loop {
-        let mut end = i.saturating_add(window).min(b.len());
-        while !body.is_char_boundary(end) {
-            end += 1;
-        }
-        let next = memchr::memchr(b'\\', &b[i..end]).map_or(end, |k| i + k);
-        if !p.text(&body[i..next]) || next == b.len() {
-            return Some(p.finish());
-        }
-        if b[next] != b'\\' {
-            i = next;
-            continue;
-        }
-        // Line ends and tabs, the commonest escapes, only mark a space to come.
-        if matches!(b.get(next + 1), Some(b'n' | b't' | b'r')) {
-            p.space = p.count > 0;
-            i = next + 2;
-            continue;
-        }
-        let (c, len) = escape_at(body, next)?;
-        i = next + len;
-        if !p.char(c) {
-            return Some(p.finish());
-        }
-    }
+    // One pass over the literal: its escapes are met where the runs of folded text end
+    // (a backslash ends a run), so nothing after the cut is read.
+    p.feed::<true>(body)?;
+    Some(p.finish())
 }
 
 /// The preview being made: fed text in order, it folds, escapes and counts, and says
@@ -114,10 +88,18 @@ impl<'o> Previewer<'o> {
 
     /// Feeds text; `false` once the preview is cut.
     fn text(&mut self, s: &str) -> bool {
+        self.feed::<false>(s).is_some_and(|open| open)
+    }
+
+    /// Feeds text, or with `JSON` the body of a JSON string literal (its escapes
+    /// decoded as they are reached); `Some(false)` once the preview is cut, `None` at an
+    /// escape a parser refuses (before the cut).
+    fn feed<const JSON: bool>(&mut self, s: &str) -> Option<bool> {
         let b = s.as_bytes();
+        let plain = |c: u8| c.is_ascii_graphic() && !(JSON && c == b'\\');
         let mut i = 0;
         while i < b.len() {
-            if !b[i].is_ascii_graphic() {
+            if !plain(b[i]) {
                 // ASCII whitespace (indentation, line ends) only marks a space to come.
                 if matches!(b[i], b' ' | b'\t'..=b'\r') {
                     self.space = self.count > 0;
@@ -127,10 +109,21 @@ impl<'o> Previewer<'o> {
                     }
                     continue;
                 }
-                let c = s[i..].chars().next().expect("i is on a character boundary");
-                i += c.len_utf8();
+                let (c, len) = if JSON && b[i] == b'\\' {
+                    // Line ends and tabs, the commonest escapes, only mark a space to come.
+                    if matches!(b.get(i + 1), Some(b'n' | b't' | b'r')) {
+                        self.space = self.count > 0;
+                        i += 2;
+                        continue;
+                    }
+                    escape_at(s, i)?
+                } else {
+                    let c = s[i..].chars().next().expect("i is on a character boundary");
+                    (c, c.len_utf8())
+                };
+                i += len;
                 if !self.char(c) {
-                    return false;
+                    return Some(false);
                 }
                 continue;
             }
@@ -139,44 +132,44 @@ impl<'o> Previewer<'o> {
             // Never further than the cut: one byte past it is enough to know it is cut.
             let room = self.max - self.count + usize::from(self.space);
             let seg = &b[i..(i + room + 2).min(b.len())];
-            // Eight bytes at a time while they are folded, a byte (or a space and the
-            // byte after it) where they are not, and eight at a time again.
+            // Sixteen bytes at a time while they are folded, eight at a time, then a
+            // byte (or a space and the byte after it) where they are not, and again.
             let mut run = 0;
             loop {
                 while let Some(chunk) = seg.get(run..run + 16) {
-                    let n = folded_prefix(chunk);
+                    let n = folded_prefix::<JSON>(chunk);
                     run += n;
                     if n < 16 {
                         break;
                     }
                 }
                 while let Some(w) = seg.get(run..run + 8) {
-                    if !is_folded_word(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
+                    if !is_folded_word::<JSON>(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
                         break;
                     }
                     run += 8;
                 }
                 match seg.get(run) {
-                    Some(c) if c.is_ascii_graphic() => run += 1,
-                    Some(b' ') if seg.get(run + 1).is_some_and(u8::is_ascii_graphic) => run += 2,
+                    Some(&c) if plain(c) => run += 1,
+                    Some(b' ') if seg.get(run + 1).is_some_and(|&c| plain(c)) => run += 2,
                     _ => break,
                 }
             }
             if self.space {
                 self.space = false;
                 if !self.push(' ') {
-                    return false;
+                    return Some(false);
                 }
             }
             let take = run.min(self.max - self.count);
             self.out.push_str(&s[i..i + take]);
             self.count += take;
             if take < run {
-                return self.cut();
+                return Some(self.cut());
             }
             i += run;
         }
-        true
+        Some(true)
     }
 
     /// Feeds one character; `false` once the preview is cut.
@@ -213,7 +206,7 @@ impl<'o> Previewer<'o> {
 /// counted: what follows it is not known here).
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn folded_prefix(chunk: &[u8]) -> usize {
+fn folded_prefix<const JSON: bool>(chunk: &[u8]) -> usize {
     use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
     assert!(chunk.len() >= 16);
     // SAFETY: SSE2 is part of the x86-64 baseline, and `chunk` has 16 readable bytes
@@ -224,7 +217,9 @@ fn folded_prefix(chunk: &[u8]) -> usize {
         let above = _mm_movemask_epi8(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x20))).cast_unsigned();
         let del = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))).cast_unsigned();
         let space = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x20))).cast_unsigned();
-        (above & !del, space)
+        // In a JSON literal's body a backslash starts an escape: it ends the run.
+        let slash = if JSON { _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x5c))).cast_unsigned() } else { 0 };
+        (above & !del & !slash, space)
     };
     let stops = !(printable | space & (printable >> 1)) & 0xffff;
     (stops | 1 << 16).trailing_zeros() as usize
@@ -232,8 +227,8 @@ fn folded_prefix(chunk: &[u8]) -> usize {
 
 /// [`folded_prefix`] elsewhere, a byte at a time.
 #[cfg(not(target_arch = "x86_64"))]
-fn folded_prefix(chunk: &[u8]) -> usize {
-    let printable = |c: Option<&u8>| c.is_some_and(u8::is_ascii_graphic);
+fn folded_prefix<const JSON: bool>(chunk: &[u8]) -> usize {
+    let printable = |c: Option<&u8>| c.is_some_and(|&c| c.is_ascii_graphic() && !(JSON && c == b'\\'));
     (0..16)
         .find(|&k| !printable(chunk.get(k)) && !(chunk[k] == b' ' && k < 15 && printable(chunk.get(k + 1))))
         .unwrap_or(16)
@@ -242,7 +237,7 @@ fn folded_prefix(chunk: &[u8]) -> usize {
 /// Whether eight bytes (after a printable one) are already folded text: printable
 /// ASCII and single spaces, the last byte not a space.
 #[allow(clippy::many_single_char_names)]
-fn is_folded_word(w: u64) -> bool {
+fn is_folded_word<const JSON: bool>(w: u64) -> bool {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -252,7 +247,14 @@ fn is_folded_word(w: u64) -> bool {
     // The spaces, exactly: the high bit of each byte that is 0x20.
     let t = w ^ (LOW * 0x20);
     let spaces = !(((t & SEVEN) + SEVEN) | t) & HIGH;
-    below | above == 0 && spaces & (spaces << 8) == 0 && spaces >> 63 == 0
+    // In a JSON literal's body, a backslash (it starts an escape).
+    let slash = if JSON {
+        let b = w ^ (LOW * 0x5c);
+        b.wrapping_sub(LOW) & !b & HIGH
+    } else {
+        0
+    };
+    below | above | slash == 0 && spaces & (spaces << 8) == 0 && spaces >> 63 == 0
 }
 
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
@@ -539,7 +541,10 @@ mod tests {
     fn folded_words_are_found_exactly() {
         each_byte_beside(|w: [u8; 8]| {
             let want = w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
-            assert_eq!(super::is_folded_word(u64::from_le_bytes(w)), want, "{w:?}");
+            assert_eq!(super::is_folded_word::<false>(u64::from_le_bytes(w)), want, "{w:?}");
+            // In a JSON literal's body a backslash is never folded text.
+            let want = want && !w.contains(&b'\\');
+            assert_eq!(super::is_folded_word::<true>(u64::from_le_bytes(w)), want, "{w:?} (JSON)");
         });
     }
 
@@ -560,7 +565,11 @@ mod tests {
             let folded =
                 |k: usize| (0x21..0x7f).contains(&w[k]) || (w[k] == b' ' && k < 15 && (0x21..0x7f).contains(&w[k + 1]));
             let want = (0..16).find(|&k| !folded(k)).unwrap_or(16);
-            assert_eq!(super::folded_prefix(&w), want, "{w:?}");
+            assert_eq!(super::folded_prefix::<false>(&w), want, "{w:?}");
+            // In a JSON literal's body a backslash ends the run (a space before one too).
+            let json = |k: usize| folded(k) && w[k] != b'\\' && !(w[k] == b' ' && w[k + 1] == b'\\');
+            let want = (0..16).find(|&k| !json(k)).unwrap_or(16);
+            assert_eq!(super::folded_prefix::<true>(&w), want, "{w:?} (JSON)");
         });
     }
 
