@@ -61,6 +61,16 @@ floors() {
     mrow "  floor: ${k#*:}" "${p}_${k%%:*}" "$(ratio "${MED[${p}_${k%%:*}]}" "${MED[${p}_bare]}")" ""
   done
 }
+# own PREFIX [LABEL NAME]: the tool's own scanner (and with LABEL, another of its reads)
+# run as a floor is, one thread: by how much it beats the parser crates.
+own() {
+  local p=$1
+  mrow "  the tool's scanner alone, 1 thread" "${p}_scan1" "$(ratio "${MED[${p}_scan1]}" "${MED[${p}_bare]}")" ""
+  echo "    scanner vs one-thread floors: serde $(ratio "${MED[${p}_scan1]}" "${MED[${p}_bare]}") sonic $(ratio "${MED[${p}_scan1]}" "${MED[${p}_sonic1]}") simd-json $(ratio "${MED[${p}_scan1]}" "${MED[${p}_simd1]}")"
+  if [ $# -gt 1 ]; then
+    mrow "  the tool's $2, 1 thread" "${p}_$3" "$(ratio "${MED[${p}_$3]}" "${MED[${p}_bare]}")" ""
+  fi
+}
 # vs_floors PREFIX NAME TARGET: NAME's ratio to every floor, on one line.
 vs_floors() {
   local p=$1 n=$2 k out=""
@@ -105,6 +115,8 @@ dataset_bench() {
     "ds_sonic2=$BARE --parser sonic --threads 2 $agents"
     "ds_simd1=$BARE --parser simd-json $agents"
     "ds_simd2=$BARE --parser simd-json --threads 2 $agents"
+    "ds_scan1=$BARE --parser scan $agents"
+    "ds_view1=$BARE --parser view $agents"
     "ds_most=$BIN run $agents --max-total-tokens 3000"
     "ds_none=$BIN run $agents --max-total-tokens 100000000"
     "ds_most1=$BIN run $agents --max-total-tokens 3000 --jobs 1"
@@ -129,6 +141,7 @@ dataset_bench() {
   header
   mrow "bare serde_json IgnoredAny parse" ds_bare "1.00" ""
   floors ds
+  own ds "read of each row" view1
   mrow "dataset mode, every line compacts" ds_most "$(ratio "${MED[ds_most]}" "${MED[ds_bare]}")" "<= 1.0"
   vs_floors ds ds_most "<= 1.0 (2-thread SIMD)"
   mrow "dataset mode, no line compacts" ds_none "$(ratio "${MED[ds_none]}" "${MED[ds_bare]}")" "<= 1.0"
@@ -221,7 +234,7 @@ size=$(stat -c %s "$big")
 measure "run=$BIN run $big" "bare=$BARE $big" "jq=jq -c . $big" "py=python3 bench/minimal.py $big /dev/null" \
   "step=$BIN run $small" "c_bare2=$BARE --threads 2 $big" "c_sonic1=$BARE --parser sonic $big" \
   "c_sonic2=$BARE --parser sonic --threads 2 $big" "c_simd1=$BARE --parser simd-json $big" \
-  "c_simd2=$BARE --parser simd-json --threads 2 $big"
+  "c_simd2=$BARE --parser simd-json --threads 2 $big" "c_scan1=$BARE --parser scan $big"
 MED[c_bare]=${MED[bare]}
 rss=$(peak_kb "$BIN" run "$big")
 rm -rf "$OUTMANY/o1" "$OUTMANY/o2" "$OUTMANY/oa" "$OUTMANY/ob"
@@ -249,6 +262,7 @@ mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")
 vs_floors c run "<= 0.4 serde1, <= 1.0 SIMD"
 mrow "bare serde_json IgnoredAny parse" bare "1.00" ""
 floors c
+own c
 mrow "jq -c . (vs run)" jq "$(ratio "${MED[jq]}" "${MED[run]}")" ">= 15"
 mrow "python json.loads + write (vs run)" py "$(ratio "${MED[py]}" "${MED[run]}")" ">= 4"
 mrow "run, a tenth of the size (10x step)" step "$(ratio "${MED[run]}" "${MED[step]}")" "<= 11"

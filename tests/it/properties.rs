@@ -69,7 +69,7 @@ fn run_once(input: &[u8]) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(256)))]
 
     #[test]
     fn boundary_keeps_calls_with_results(steps in proptest::collection::vec(step(), 0..30), protect in 0usize..4, retain in 0usize..6) {
@@ -323,7 +323,7 @@ fn edited(line: &str, edits: &[Edit]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(300)))]
 
     /// Dataset lines read through the borrowed view give what the canonical path gives.
     #[test]
@@ -400,7 +400,7 @@ fn no_injected_after_open_calls(messages: &[serde_json::Value]) -> Result<(), Te
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(256)))]
 
     #[test]
     fn no_injected_message_follows_an_unanswered_call(steps in ends_on_a_call(), budget in 1u64..4000) {
@@ -512,7 +512,7 @@ fn fitted(line: &str, n: u64) -> (u64, bool) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(96)))]
 
     /// Size to fit never lies: the output is within N whenever the least plan is; it
     /// never grows as N shrinks; a row over N is said to be.
