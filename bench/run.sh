@@ -89,7 +89,7 @@ python_env() {
   # Built again when the engine or the package changed since the last install.
   local stamp="$venv/.rivumi-built"
   if ! "$venv/bin/python" -c 'import rivumi_compact' 2> /dev/null \
-      || [ -n "$(find src python/src python/rivumi_compact python/Cargo.toml Cargo.toml -newer "$stamp" -print -quit 2> /dev/null || echo missing)" ]; then
+      || [ -n "$(find src crates python/src python/rivumi_compact python/Cargo.toml Cargo.toml -newer "$stamp" -print -quit 2> /dev/null || echo missing)" ]; then
     echo "installing the Python package (pip install ./python, a release build) into $venv..." >&2
     "$venv/bin/pip" install --quiet --force-reinstall --no-deps ./python > /dev/null 2>&1 && touch "$stamp" || true
   fi

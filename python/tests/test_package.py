@@ -64,6 +64,35 @@ def test_compact_lines_is_byte_identical_to_the_cli(tmp_path):
     assert bool(caught) == (expected.returncode == 4)
 
 
+def test_configuration_values_of_every_kind_reach_the_engine_as_a_config_file_does(tmp_path):
+    """The package hands its keyword arguments over without a JSON module of its own:
+    a float, a bool, a tuple and a nested dict read as the same values in a --config
+    file; what JSON cannot say is refused by name."""
+    lines = rows(12)
+    tree = {"task": {"max_total_tokens": 2500}, "threshold": 0.5, "verification": ["pytest"],
+            "summary": {"preview_chars": 30}, "workspace": {"allowed_paths": []}}
+    cfg = str(tmp_path / "cfg.json")
+    with open(cfg, "w") as f:
+        json.dump(tree, f)
+    expected = cli("run", "-", "--config", cfg, stdin="".join(line + "\n" for line in lines).encode())
+    assert expected.returncode == 0, expected.stderr
+    got = rc.compact_lines([line + "\n" for line in lines], task={"max_total_tokens": 2500}, threshold=0.5,
+                           verification=("pytest",), summary__preview_chars=30, config={"workspace.allowed_paths": []})
+    assert "".join(got).encode() == expected.stdout
+    bare = rc.compact_lines([line + "\n" for line in lines], task__max_total_tokens=2500)
+    assert got != bare, "the other values changed something"
+    for value, error, message in [(float("nan"), ValueError, "not a finite number"),
+                                  (2 ** 70, ValueError, "out of range"),
+                                  ({1: 2}, TypeError, "configuration keys are strings, not int"),
+                                  ({"pytest"}, TypeError, "not set")]:
+        with pytest.raises(error, match=message):
+            rc.compact_lines(lines[:1], verification=value)
+    loop = {}
+    loop["self"] = loop
+    with pytest.raises(ValueError, match="deeper than 64"):
+        rc.compact_lines(lines[:1], task=loop)
+
+
 def test_a_byte_order_mark_and_line_ends_are_kept_as_the_cli_keeps_them():
     """A BOM before the first line, CRLF ends, a last line without one: each output
     line carries its own input line's around the rewritten text."""
