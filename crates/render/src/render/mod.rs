@@ -12,13 +12,30 @@ pub fn ratio(used: u64, limit: u64) -> f64 {
     bp as f64 / 10_000.0
 }
 
+/// [`ratio`] written with its 4 decimals (`{:.4}` of it), from the integers: a
+/// float's exact formatting is the dearest part of the texts every compacted dataset
+/// row gets. Past 2^40 basis points the float is written as before (it is no longer
+/// exact to a basis point there, and the text stays what it was).
+pub struct RatioText(pub u64, pub u64);
+
+impl std::fmt::Display for RatioText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bp = (u128::from(self.0) * 20_000 + u128::from(self.1)) / (2 * u128::from(self.1));
+        if bp < 1 << 40 {
+            write!(f, "{}.{:04}", bp / 10_000, bp % 10_000)
+        } else {
+            write!(f, "{:.4}", ratio(self.0, self.1))
+        }
+    }
+}
+
 /// The pressure reminder (SPEC 4): used, limit and ratio, and the ask to finish.
 pub fn pressure_reminder(used: u64, limit: u64) -> String {
     format!(
         "[rivumi] Token budget pressure: this task has used {used} of its {limit} max_total_tokens \
-         (ratio {:.4}). Finish within the budget: complete the current step with the smallest change \
+         (ratio {}). Finish within the budget: complete the current step with the smallest change \
          that works, avoid re-reading large files or repeating work, run the verification once, and stop.",
-        ratio(used, limit)
+        RatioText(used, limit)
     )
 }
 
@@ -38,6 +55,30 @@ mod tests {
             (0, 5, 0.0),
         ] {
             assert_eq!(super::ratio(used, limit), want, "{used}/{limit}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The text written from the integers is the float's `{:.4}`, wherever the
+        /// figures are (small budgets, huge sums, the switch at 2^40 basis points).
+        #[test]
+        fn the_ratio_text_is_the_floats(
+            used in proptest::prop_oneof![0u64..1_000_000, 0u64..=u64::MAX, (1u64 << 26)..(1u64 << 38)],
+            limit in proptest::prop_oneof![1u64..100_000, 1u64..=u64::MAX, 1u64..4],
+        ) {
+            proptest::prop_assert_eq!(
+                super::RatioText(used, limit).to_string(),
+                format!("{:.4}", super::ratio(used, limit))
+            );
+        }
+    }
+
+    #[test]
+    fn the_ratio_text_at_its_edges() {
+        for (used, limit) in
+            [(0, 1), (1, 3), (17_000, 20_000), ((1 << 40) / 10_000, 1), (u64::MAX, 1), (u64::MAX, u64::MAX)]
+        {
+            assert_eq!(super::RatioText(used, limit).to_string(), format!("{:.4}", super::ratio(used, limit)));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The re-anchor block (SPEC 5): a bounded snapshot of the facts most likely to
 //! prevent a wrong edit, in two variants.
 
-use super::ratio;
+use super::RatioText;
 use crate::text::cut;
 use crate::ui::escape;
 
@@ -112,7 +112,7 @@ fn agent_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) {
 fn token_line(f: &ReanchorFacts) -> String {
     let used = f.used.map_or("unknown".to_string(), |u| u.to_string());
     let budget = match (f.used, f.limit) {
-        (Some(u), Some(l)) => format!("{used} of {l} max_total_tokens (ratio {:.4})", ratio(u, l)),
+        (Some(u), Some(l)) => format!("{used} of {l} max_total_tokens (ratio {})", RatioText(u, l)),
         (_, Some(l)) => format!("{used} of {l} max_total_tokens"),
         (_, None) => format!("{used} (max_total_tokens unknown)"),
     };
