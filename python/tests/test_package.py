@@ -66,8 +66,8 @@ def test_compact_lines_is_byte_identical_to_the_cli(tmp_path):
 
 def test_configuration_values_of_every_kind_reach_the_engine_as_a_config_file_does(tmp_path):
     """The package hands its keyword arguments over without a JSON module of its own:
-    a float, a bool, a tuple and a nested dict read as the same values in a --config
-    file; what JSON cannot say is refused by name."""
+    a float, an int, a tuple, an empty list and nested or dotted dicts read as the same
+    values in a --config file; what JSON cannot say is refused by name."""
     lines = rows(12)
     tree = {"task": {"max_total_tokens": 2500}, "threshold": 0.5, "verification": ["pytest"],
             "summary": {"preview_chars": 30}, "workspace": {"allowed_paths": []}}

@@ -8,19 +8,23 @@ pub use summary::{build_from, build_history_summary_fallback_message, SummaryEnt
 
 /// The ratio `used / limit` rounded half-up to 4 decimals, computed in integers.
 pub fn ratio(used: u64, limit: u64) -> f64 {
-    let bp = (u128::from(used) * 20_000 + u128::from(limit)) / (2 * u128::from(limit));
-    bp as f64 / 10_000.0
+    basis_points(used, limit) as f64 / 10_000.0
+}
+
+/// `used / limit` in ten-thousandths, rounded half-up.
+fn basis_points(used: u64, limit: u64) -> u128 {
+    (u128::from(used) * 20_000 + u128::from(limit)) / (2 * u128::from(limit))
 }
 
 /// [`ratio`] written with its 4 decimals (`{:.4}` of it), from the integers: a
 /// float's exact formatting is the dearest part of the texts every compacted dataset
-/// row gets. Past 2^40 basis points the float is written as before (it is no longer
-/// exact to a basis point there, and the text stays what it was).
+/// row gets. From 2^40 basis points on, the float nearest the ratio can round to
+/// another fourth decimal, so the float is written there, as it always was.
 pub struct RatioText(pub u64, pub u64);
 
 impl std::fmt::Display for RatioText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let bp = (u128::from(self.0) * 20_000 + u128::from(self.1)) / (2 * u128::from(self.1));
+        let bp = basis_points(self.0, self.1);
         if bp < 1 << 40 {
             write!(f, "{}.{:04}", bp / 10_000, bp % 10_000)
         } else {
