@@ -15,12 +15,22 @@ pub fn preview(s: &str, max: usize) -> String {
 /// The preview, and whether it was cut.
 fn preview_cut(s: &str, max: usize) -> (String, bool) {
     let mut out = String::new();
-    let cut = preview_into(&mut out, s, max);
-    (out, cut)
+    let shown = preview_into(&mut out, s, max);
+    debug_assert_eq!(shown.chars, out.chars().count(), "the characters a preview says it wrote");
+    (out, shown.cut)
 }
 
-/// [`preview`] appended to `out`; whether it was cut.
-pub fn preview_into(out: &mut String, s: &str, max: usize) -> bool {
+/// What a preview appended: whether it was cut, and how many characters it wrote (the
+/// `…` of a cut included), so a renderer that bounds its text in characters does not
+/// count them again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    pub cut: bool,
+    pub chars: usize,
+}
+
+/// [`preview`] appended to `out`.
+pub fn preview_into(out: &mut String, s: &str, max: usize) -> Shown {
     let mut p = Previewer::new(out, max, s.len());
     p.text(s);
     p.finish()
@@ -33,14 +43,16 @@ pub fn preview_into(out: &mut String, s: &str, max: usize) -> bool {
 #[cfg(test)]
 fn preview_json(literal: &str, max: usize) -> Option<(String, bool)> {
     let mut out = String::new();
-    preview_json_into(&mut out, literal, max).map(|cut| (out, cut))
+    let shown = preview_json_into(&mut out, literal, max)?;
+    assert_eq!(shown.chars, out.chars().count(), "the characters a preview says it wrote");
+    Some((out, shown.cut))
 }
 
 /// The preview of the text a JSON string literal holds, made from the literal itself
 /// (escapes decoded as they are reached, nothing after the cut read), appended to
-/// `out`: whether it was cut, or `None` (and `out` as it was) when the literal is not
-/// one (or holds an escape a parser refuses).
-pub fn preview_json_into(out: &mut String, literal: &str, max: usize) -> Option<bool> {
+/// `out`; `None` (and `out` as it was) when the literal is not one (or holds an escape
+/// a parser refuses).
+pub fn preview_json_into(out: &mut String, literal: &str, max: usize) -> Option<Shown> {
     let start = out.len();
     let cut = write_preview_json(out, literal, max);
     if cut.is_none() {
@@ -49,7 +61,7 @@ pub fn preview_json_into(out: &mut String, literal: &str, max: usize) -> Option<
     cut
 }
 
-fn write_preview_json(out: &mut String, literal: &str, max: usize) -> Option<bool> {
+fn write_preview_json(out: &mut String, literal: &str, max: usize) -> Option<Shown> {
     let body = literal.strip_prefix('"')?.strip_suffix('"')?;
     let mut p = Previewer::new(out, max, body.len());
     // One pass over the literal: its escapes are met where the runs of folded text end
@@ -74,9 +86,10 @@ impl<'o> Previewer<'o> {
         Previewer { out, count: 0, space: false, max, cut: false }
     }
 
-    /// Whether the preview was cut.
-    fn finish(self) -> bool {
-        self.cut
+    /// What was shown: every character written counts one (`push` and the copied runs
+    /// of ASCII), and the `…` of a cut.
+    fn finish(self) -> Shown {
+        Shown { cut: self.cut, chars: self.count + usize::from(self.cut) }
     }
 
     /// Marks the cut; always `false` (the preview is complete).
@@ -551,11 +564,12 @@ mod tests {
     #[test]
     fn a_preview_is_appended_and_a_refused_literal_leaves_the_buffer_as_it_was() {
         let mut out = String::from("- a: ");
-        assert_eq!(super::preview_json_into(&mut out, r#""x\ny  z""#, 10), Some(false));
+        let shown = |cut, chars| super::Shown { cut, chars };
+        assert_eq!(super::preview_json_into(&mut out, r#""x\ny  z""#, 10), Some(shown(false, 5)));
         assert_eq!(out, "- a: x y z");
         assert_eq!(super::preview_json_into(&mut out, r#""ok then \q""#, 40), None);
         assert_eq!(out, "- a: x y z", "a literal with a bad escape writes nothing");
-        assert!(super::preview_into(&mut out, " long  text", 3));
+        assert_eq!(super::preview_into(&mut out, " long  text", 3), shown(true, 4));
         assert_eq!(out, "- a: x y zlon…");
     }
 

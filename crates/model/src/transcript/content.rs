@@ -67,18 +67,14 @@ pub enum EntryText<'a> {
 }
 
 impl EntryText<'_> {
-    /// Appends the preview at `n` characters to `out`.
-    pub fn push_preview(&self, out: &mut String, n: usize) {
-        match self {
-            EntryText::Full(t) => {
-                crate::text::preview_into(out, t, n);
-            }
-            EntryText::Json(raw) => {
-                if crate::text::preview_json_into(out, raw, n).is_none() {
-                    crate::text::preview_into(out, &text_of_json(raw), n);
-                }
-            }
-        }
+    /// Appends the preview at `n` characters to `out`: how many characters it wrote.
+    pub fn push_preview(&self, out: &mut String, n: usize) -> usize {
+        let shown = match self {
+            EntryText::Full(t) => crate::text::preview_into(out, t, n),
+            EntryText::Json(raw) => crate::text::preview_json_into(out, raw, n)
+                .unwrap_or_else(|| crate::text::preview_into(out, &text_of_json(raw), n)),
+        };
+        shown.chars
     }
 }
 

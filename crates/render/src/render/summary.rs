@@ -52,8 +52,9 @@ pub fn build_from<'a>(
     let mut tail = 0;
     for k in (first_shown..count).rev() {
         let start = buf.len();
-        push_line(&mut buf, &entry(k), preview_chars);
-        let n = buf[start..].chars().count() + 1;
+        // Its characters, as the previews count them (not counted again).
+        let n = push_line(&mut buf, &entry(k), preview_chars) + 1;
+        debug_assert_eq!(n, buf[start..].chars().count() + 1, "a summary line's characters");
         if header + tail + n > max_chars {
             buf.truncate(start);
             break;
@@ -111,12 +112,23 @@ fn line(entry: &SummaryEntry<'_>, n: usize) -> String {
     l
 }
 
-/// Appends an entry's line (without its line end).
-fn push_line(l: &mut String, entry: &SummaryEntry<'_>, n: usize) {
+/// Appends an entry's line (without its line end): how many characters it wrote.
+fn push_line(l: &mut String, entry: &SummaryEntry<'_>, n: usize) -> usize {
     // Pieces pushed one after the other (no formatting machinery: this runs for every
-    // line of every summary of a dataset).
+    // line of every summary of a dataset). The fixed pieces and the roles are ASCII, a
+    // byte a character; each preview says how many characters it wrote, and the bytes
+    // it wrote beyond those are taken off.
+    let start = l.len();
+    let mut wide = 0;
+    let mut preview = |l: &mut String, write: &dyn Fn(&mut String) -> usize| {
+        let at = l.len();
+        let chars = write(l);
+        wide += l.len() - at - chars;
+        chars
+    };
     match entry {
         SummaryEntry::Message { role, text, calls } => {
+            debug_assert!(role.is_ascii());
             l.push_str("- ");
             l.push_str(role);
             l.push(':');
@@ -124,25 +136,25 @@ fn push_line(l: &mut String, entry: &SummaryEntry<'_>, n: usize) {
             // text previews as nothing, anything else as something).
             let at = l.len();
             l.push(' ');
-            text.push_preview(l, n);
-            if l.len() == at + 1 {
+            if preview(l, &|l| text.push_preview(l, n)) == 0 {
                 l.truncate(at);
             }
             for (name, args) in calls {
                 l.push_str(" [call ");
-                preview_into(l, name, n);
+                preview(l, &|l| preview_into(l, name, n).chars);
                 l.push('(');
-                preview_into(l, args, n);
+                preview(l, &|l| preview_into(l, args, n).chars);
                 l.push_str(")]");
             }
         }
         SummaryEntry::Result { tool, failed, text } => {
             l.push_str("- result of ");
-            preview_into(l, tool, n);
+            preview(l, &|l| preview_into(l, tool, n).chars);
             l.push_str(if *failed { " (error): " } else { " (ok): " });
-            text.push_preview(l, n);
+            preview(l, &|l| text.push_preview(l, n));
         }
     }
+    l.len() - start - wide
 }
 
 #[cfg(test)]
