@@ -242,3 +242,80 @@ fn a_batch_is_a_library_call_that_hands_back_each_input_in_order() {
     assert!(seen[3].starts_with("2.jsonl \""), "{seen:#?}");
     assert_eq!(summary.line(), "4 file(s): 2 compacted, 1 unchanged, 1 failed", "{seen:#?}");
 }
+
+/// A canonical transcript of more than 4 MB (the size from which the summary and the
+/// re-anchor facts are made side by side) with `session` as its first record: edits,
+/// reads and a failed edit across many turns, so the facts and the summary both have
+/// something to say.
+fn large_session(session: &str) -> String {
+    let mut s = format!("{session}\n");
+    s.push_str(r#"{"type":"message","id":"sys","turn":"t0","role":"system","content":"You are a coding agent."}"#);
+    s.push('\n');
+    let body = "line of output\\n    indented é → ✓ ".repeat(120);
+    let mut k = 0;
+    while s.len() < 5 << 20 {
+        let (tool, failed) = match k % 3 {
+            0 => ("edit_file", k % 7 == 0),
+            1 => ("read_file", false),
+            _ => ("bash", false),
+        };
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"u{k}\",\"turn\":\"t{k}\",\"role\":\"user\",\"content\":\"Request {k}: fix module {}.\"}}\n\
+             {{\"type\":\"message\",\"id\":\"a{k}\",\"turn\":\"t{k}\",\"role\":\"assistant\",\"content\":\"Working on {k}.\",\"tool_calls\":[{{\"id\":\"c{k}\",\"name\":\"{tool}\",\"arguments\":{{\"path\":\"src/m{}.rs\",\"command\":\"cargo test -p m{k}\"}}}}],\"usage\":{{\"input_tokens\":{},\"output_tokens\":50}}}}\n\
+             {{\"type\":\"tool_result\",\"id\":\"r{k}\",\"turn\":\"t{k}\",\"call_id\":\"c{k}\",\"name\":\"{tool}\",\"is_error\":{failed},\"content\":\"{body} {k}\"}}\n",
+            k % 11,
+            k % 40,
+            1000 + k
+        ));
+        k += 1;
+    }
+    // The last turn ends with an answer (a turn in progress is never checkpointed).
+    s.push_str(&format!(
+        "{{\"type\":\"message\",\"id\":\"done\",\"turn\":\"t{}\",\"role\":\"assistant\",\"content\":\"Done.\"}}\n",
+        k - 1
+    ));
+    s
+}
+
+/// On a large transcript the summary and the re-anchor facts are made side by side when
+/// the run may use two threads: every output is the same bytes as with `--jobs 1`, for
+/// the agent runner's fallback and for a conversation's checkpoint.
+#[test]
+fn a_large_transcript_is_compacted_the_same_whatever_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = [
+        (r#"{"type":"session","id":"big","task":{"max_total_tokens":200000}}"#, &[][..], "history_fallback"),
+        (
+            r#"{"type":"session","id":"big","runtime":{"kind":"conversation","native_compaction":false,"context_window":10000}}"#,
+            &["--manual"][..],
+            "local_checkpoint",
+        ),
+    ];
+    for (k, (session, args, action)) in sessions.into_iter().enumerate() {
+        let input = dir.path().join(format!("large-{k}.jsonl"));
+        std::fs::write(&input, large_session(session)).unwrap();
+        let outs: Vec<_> = ["1", "2"]
+            .iter()
+            .map(|jobs| {
+                let out = dir.path().join(format!("out-{k}-{jobs}"));
+                let o =
+                    run(&[&["run", path_str(&input), "--out-dir", path_str(&out), "--jobs", jobs][..], args].concat());
+                assert!(o.status.success(), "{}", stderr(&o));
+                assert!(stderr(&o).contains(&format!("-> {action}")), "{}", stderr(&o));
+                out
+            })
+            .collect();
+        let files = listing(&outs[0]);
+        for want in ["summary.md", "reanchor.md", "transcript.jsonl", "decision.json"] {
+            assert!(files.contains(&format!("large-{k}/{want}")), "{files:?}");
+        }
+        assert_eq!(files, listing(&outs[1]));
+        for f in &files {
+            let (one, two) = (std::fs::read(outs[0].join(f)).unwrap(), std::fs::read(outs[1].join(f)).unwrap());
+            assert!(one == two, "{f} differs between --jobs 1 and --jobs 2");
+        }
+        // The facts saw the edits, the summary the newest removed items.
+        let reanchor = std::fs::read_to_string(outs[0].join(format!("large-{k}/reanchor.md"))).unwrap();
+        assert!(reanchor.contains("src/m"), "{reanchor}");
+    }
+}

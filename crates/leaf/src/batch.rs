@@ -56,6 +56,23 @@ pub fn threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
+/// Runs `a` and `b` at once when work on this thread may use more than one thread
+/// ([`threads`]), else one after the other; each runs with a budget of one thread. A
+/// panic in either is the caller's.
+pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    if threads() <= 1 {
+        return (a(), b());
+    }
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| {
+            BUDGET.with(|t| t.set(Some(1)));
+            a()
+        });
+        let second = with_threads(1, b);
+        (first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), second)
+    })
+}
+
 /// Runs `f` with a thread budget of `n` on this thread (`--jobs`).
 pub fn with_threads<T>(n: usize, f: impl FnOnce() -> T) -> T {
     struct Restore(Option<usize>);
@@ -260,6 +277,24 @@ mod tests {
         assert_eq!(inline, [Some(2)], "one item runs inline, with the batch's jobs");
         assert_eq!(with_threads(3, threads), 3);
         assert!(threads() >= 1);
+    }
+
+    #[test]
+    fn a_join_runs_both_with_one_thread_each_and_on_two_threads_only_when_allowed() {
+        let id = || (threads(), std::thread::current().id());
+        let here = std::thread::current().id();
+        let ((a_threads, a_on), (b_threads, b_on)) = with_threads(2, || join(id, id));
+        assert_eq!((a_threads, b_threads), (1, 1), "each side has one thread");
+        assert!(a_on != here && b_on == here, "the first on a thread of its own, the second here");
+        let after = with_threads(2, || {
+            join(id, id);
+            threads()
+        });
+        assert_eq!(after, 2, "this thread's budget is given back");
+        let ((_, a_on), (_, b_on)) = with_threads(1, || join(id, id));
+        assert_eq!((a_on, b_on), (here, here), "one thread: one after the other, here");
+        let panicked = std::panic::catch_unwind(|| with_threads(2, || join(|| panic!("side"), || 1)));
+        assert!(panicked.is_err(), "a panic on the other thread is the caller's");
     }
 
     #[test]

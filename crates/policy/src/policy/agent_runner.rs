@@ -53,15 +53,28 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
     let before: u64 = est.iter().sum();
     let over_target = target.is_some_and(|n| before > n);
     if fired || opts.manual || over_target {
-        let reanchor = cfg.injects(Inject::Reanchor).then(|| {
-            let mut facts = crate::reanchor::gather(t, cfg);
-            facts.used = Some(fig.tokens);
-            render::render_reanchor(&facts, false, cfg.reanchor.max_entries, cfg.reanchor.max_chars)
-        });
+        let reanchor = || {
+            cfg.injects(Inject::Reanchor).then(|| {
+                let mut facts = crate::reanchor::gather(t, cfg);
+                facts.used = Some(fig.tokens);
+                render::render_reanchor(&facts, false, cfg.reanchor.max_entries, cfg.reanchor.max_chars)
+            })
+        };
+        // Without a size to fit, the summary does not depend on what is appended: on a
+        // large transcript the two are made at once (the facts walk every call, the
+        // summary decodes the newest removed items).
+        let (reanchor, early) = if target.is_none() {
+            let (r, s) =
+                super::side_by_side(t, reanchor, || fallback::propose(t, cfg, est, Fit::Within { appended: 0 }));
+            (r, Some(s.map(|s| (s, Fitted::Within))))
+        } else {
+            (reanchor(), None)
+        };
         let count = |s: &str| crate::tokens::count_text(s, cfg.tokenizer);
         let reminder = p.reminder.as_ref().map_or(0, |r| count(&r.to_canonical()));
         let appended = reminder + reanchor.as_deref().map_or(0, count);
-        match (target, fit_fallback(t, cfg, est, appended, over_target)) {
+        let fitted = early.unwrap_or_else(|| fit_fallback(t, cfg, est, appended, over_target));
+        match (target, fitted) {
             (_, Ok((summary, fitted))) => {
                 let with_injections = fitted == Fitted::Within;
                 if !with_injections {

@@ -101,8 +101,18 @@ fn request(
 }
 
 fn conversation_reanchor(t: &Transcript<'_>, cfg: &Config, journal: &mut Journal) -> (Message, String) {
+    let text = reanchor_text(t, cfg);
+    reanchor_message(t, text, journal)
+}
+
+/// The conversation re-anchor's text, from the facts of the whole session.
+fn reanchor_text(t: &Transcript<'_>, cfg: &Config) -> String {
     let facts = crate::reanchor::gather(t, cfg);
-    let text = render::render_reanchor(&facts, true, cfg.reanchor.max_entries, cfg.reanchor.max_chars);
+    render::render_reanchor(&facts, true, cfg.reanchor.max_entries, cfg.reanchor.max_chars)
+}
+
+/// The re-anchor record of that text, journaled.
+fn reanchor_message(t: &Transcript<'_>, text: String, journal: &mut Journal) -> (Message, String) {
     journal.push(Entry::ReanchorInjected { variant: PressurePath::Conversation, pending: true });
     (injected::reanchor(t, &text, PressurePath::Conversation), text)
 }
@@ -226,6 +236,9 @@ fn checkpoint(
         }
         ids
     };
+    // The summary and the facts are made side by side on a large transcript.
+    let (summary, reanchor) =
+        super::side_by_side(t, || fallback::summary_text(t, &removed, cfg), || reanchor_text(t, cfg));
     let draft = CheckpointDraft {
         n: t.items.iter().filter(|i| i.is_synthetic(Synthetic::Checkpoint)).count() + 1,
         first_turn: t.items[removed[0]].turn.as_deref().map(str::to_string),
@@ -234,10 +247,10 @@ fn checkpoint(
         before: fig.tokens,
         removed_estimate: removed.iter().map(|&i| est[i]).sum(),
         at: t.items[*removed.last().expect("removed is not empty")].record,
-        text: fallback::summary_text(t, &removed, cfg),
+        text: summary,
     };
     let mut journal = Journal::default();
-    let (record, text) = conversation_reanchor(t, cfg, &mut journal);
+    let (record, text) = reanchor_message(t, reanchor, &mut journal);
     let c = Compaction {
         removed,
         replacement: Some(Replacement::Checkpoint(draft)),

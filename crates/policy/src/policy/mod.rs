@@ -261,6 +261,22 @@ pub fn plan(t: &Transcript<'_>, cfg: &Config, opts: &Options) -> Plan {
     propose(t, cfg, opts).finish()
 }
 
+/// The size of a transcript's input from which the two texts of a compaction (the
+/// re-anchor facts, which walk every call, and the summary, which decodes the newest
+/// removed items) are made side by side, when more than one thread may be used
+/// ([`crate::batch::threads`]). Below it a thread's start costs more than it saves, and
+/// a dataset's rows or a batch's files already keep every core busy.
+const SIDE_BY_SIDE_FROM: usize = 4 << 20;
+
+/// `a` and `b`, made side by side on a large transcript; the same results either way.
+fn side_by_side<A: Send, B>(t: &Transcript<'_>, a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    if t.src.len() >= SIDE_BY_SIDE_FROM {
+        crate::batch::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
 fn base_decision(path: PressurePath, cfg: &Config, opts: Options, fig: Figure, limit: Option<u64>) -> Decision {
     Decision {
         path,
