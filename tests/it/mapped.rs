@@ -89,3 +89,54 @@ fn a_mapped_input_written_in_place_is_reported_and_nothing_is_kept() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.join("big/transcript.jsonl").is_file());
 }
+
+/// A mapped input's reader copies out the short strings of each item before it gives
+/// the pages back, and leaves a long argument in the input: every output is the same
+/// bytes as when the input is read into memory (`RIVUMI_MMAP=0`), the facts of edits
+/// (failed ones left out) and the summary of the newest removed items included.
+#[test]
+fn a_mapped_input_gives_the_outputs_of_a_read_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    let mut s = String::from(r#"{"type":"session","id":"big","task":{"max_total_tokens":20000}}"#);
+    s.push('\n');
+    let body = "output line\\n    é → ✓ ".repeat(400);
+    let long = "x".repeat(6000);
+    let mut k = 0;
+    while s.len() < 34 << 20 {
+        let (tool, args) = match k % 4 {
+            0 => ("edit_file", format!(r#"{{"path":"src/m{}.rs","old":"a","new":"b"}}"#, k % 13)),
+            1 => ("write_file", format!(r#"{{"path":"src/long{}.rs","content":"{long}"}}"#, k % 5)),
+            2 => ("read_file", format!(r#"{{"path":"docs/d{}.md"}}"#, k % 7)),
+            _ => ("bash", format!(r#"{{"command":"cargo test -p m{k}"}}"#)),
+        };
+        let failed = k % 9 == 0;
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"u{k}\",\"turn\":\"t{k}\",\"role\":\"user\",\"content\":\"Step {k}.\"}}\n\
+             {{\"type\":\"message\",\"id\":\"a{k}\",\"turn\":\"t{k}\",\"role\":\"assistant\",\"content\":\"On it.\",\"tool_calls\":[{{\"id\":\"c{k}\",\"name\":\"{tool}\",\"arguments\":{args}}}],\"usage\":{{\"input_tokens\":100}}}}\n\
+             {{\"type\":\"tool_result\",\"id\":\"r{k}\",\"turn\":\"t{k}\",\"call_id\":\"c{k}\",\"name\":\"{tool}\",\"is_error\":{failed},\"content\":\"{body}{k}\"}}\n"
+        ));
+        k += 1;
+    }
+    std::fs::write(&big, s).unwrap();
+    let outs: Vec<_> = ["1", "0"]
+        .iter()
+        .map(|mmap| {
+            let out = dir.path().join(format!("out-{mmap}"));
+            let o = cmd()
+                .env("RIVUMI_MMAP", mmap)
+                .args(["run", path_str(&big), "--out-dir", path_str(&out)])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert!(stderr(&o).contains("-> history_fallback"), "{}", stderr(&o));
+            out.join("big")
+        })
+        .collect();
+    for f in ["transcript.jsonl", "summary.md", "reanchor.md", "decision.json", "journal.jsonl"] {
+        let (mapped, read) = (std::fs::read(outs[0].join(f)).unwrap(), std::fs::read(outs[1].join(f)).unwrap());
+        assert!(mapped == read, "{f}: mapped and read differ");
+    }
+    let reanchor = std::fs::read_to_string(outs[0].join("reanchor.md")).unwrap();
+    assert!(reanchor.contains("src/m") && reanchor.contains("src/long"), "{reanchor}");
+}

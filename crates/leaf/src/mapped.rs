@@ -19,7 +19,9 @@
 //! every line afterwards (the writer's copy, re-anchor's look at the calls and the failed
 //! results, the list of the ids a summary replaces) give back what they have passed
 //! ([`Behind`]). A page read
-//! again is read from the file again (the page cache), as it was the first time.
+//! again is read from the file again (the page cache), as it was the first time; so
+//! that those passes rarely have to, the reader first copies out of each piece the short
+//! strings they read of every item ([`is_mapped`] tells it when).
 
 use std::cell::Cell;
 use std::io;
@@ -182,11 +184,7 @@ pub fn release(bytes: &[u8]) {
     if end <= start {
         return;
     }
-    let inside = TABLE.iter().any(|slot| {
-        let (s, len) = (slot.start.load(Ordering::SeqCst), slot.len.load(Ordering::SeqCst));
-        s != 0 && start >= s && end <= s + len
-    });
-    if inside {
+    if inside(start, end) {
         // SAFETY: the range is whole pages of a live read-only file mapping (the caller
         // borrows the bytes from it, so it is not unmapped meanwhile). MADV_DONTNEED on
         // a file mapping only drops this process's view of the pages: a later access
@@ -194,6 +192,21 @@ pub fn release(bytes: &[u8]) {
         // and shared). A page the SIGBUS handler replaced reads as zeros again.
         unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
     }
+}
+
+/// Whether `bytes` lie in a live mapping (the reader keeps copies of what it will read
+/// again only for a mapped input, whose pages it gives back).
+pub fn is_mapped(bytes: &[u8]) -> bool {
+    let from = bytes.as_ptr() as usize;
+    inside(from, from + bytes.len())
+}
+
+/// Whether the addresses `start..end` lie in one live mapping.
+fn inside(start: usize, end: usize) -> bool {
+    TABLE.iter().any(|slot| {
+        let (s, len) = (slot.start.load(Ordering::SeqCst), slot.len.load(Ordering::SeqCst));
+        s != 0 && start >= s && end <= s + len
+    })
 }
 
 /// A pass over a mapped input in file order that gives back what it has passed, a few

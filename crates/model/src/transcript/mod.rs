@@ -270,6 +270,40 @@ pub struct Written {
 }
 
 impl<'a> Item<'a> {
+    /// Copies out of the source the short strings that the passes after the parse read
+    /// of every item — its id and turn, its calls' ids, names and arguments (those of at
+    /// most `max` bytes), a result's call id and tool name — so that a mapped input the
+    /// reader gave back is not faulted in again, page after page, to read a few bytes of
+    /// each line (the re-anchor facts, the failed results, the ids a summary replaces).
+    pub fn own_short_strings(&mut self, max: usize) {
+        fn own(s: &mut Cow<'_, str>, max: usize) {
+            if let Cow::Borrowed(b) = *s {
+                if b.len() <= max {
+                    *s = Cow::Owned(b.to_owned());
+                }
+            }
+        }
+        own(&mut self.id, max);
+        if let Some(turn) = &mut self.turn {
+            own(turn, max);
+        }
+        match &mut self.kind {
+            ItemKind::Message { calls, .. } => {
+                for c in calls {
+                    own(&mut c.id, max);
+                    own(&mut c.name, max);
+                    own(&mut c.arguments, max);
+                }
+            }
+            ItemKind::ToolResult { call_id, name, .. } => {
+                own(call_id, max);
+                if let Some(name) = name {
+                    own(name, max);
+                }
+            }
+        }
+    }
+
     /// The item a message record holds (`record`: its index among the records).
     pub fn of_message(m: MessageRecord<'a, Option<TextLen>>, record: usize) -> Item<'a> {
         let written = m.has_written_fields().then(|| {

@@ -15,6 +15,11 @@ use std::path::Path;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// The longest string of an item copied out of a mapped input ([`Item::own_short_strings`]):
+/// ids, names and most call arguments are far shorter; a file's whole text as an edit's
+/// argument stays in the input, read again when needed.
+const OWNED_UP_TO: usize = 4096;
+
 /// Inputs larger than this are parsed in chunks of about this size, in parallel.
 const CHUNK_BYTES: usize = 1 << 20;
 
@@ -36,10 +41,13 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
     // Lines before the chunk being joined: a chunk numbers its own lines from 1, so no
     // pass over the whole input comes before the parse.
     let mut lines_before = 0;
+    // Eight pieces per thread may be parsed ahead of the one being joined: with fewer,
+    // the other threads wait while this one parses a piece of its own between joins.
+    // What is ahead is a few MB of pages not given back yet.
     crate::batch::map_ordered(
         &chunks,
         threads,
-        threads + 1,
+        threads * 8,
         |range| parse_chunk(src, range, file),
         |k, (chunk, lines, error)| {
             reserve_projected(&mut t, &mut ids, &chunk, chunks[k].end - bom, src.len() - bom);
@@ -184,6 +192,13 @@ fn parse_chunk<'a>(
     let mut t = empty(src, 0);
     let mut lines = 0;
     let error = parse_lines(&mut t, src, range.clone(), &mut lines, file).err();
+    // The pages of a mapped input go back once parsed: what every later pass reads of
+    // each item is copied out first, on the parsing thread.
+    if crate::mapped::is_mapped(&src[range.clone()]) {
+        for item in &mut t.items {
+            item.own_short_strings(OWNED_UP_TO);
+        }
+    }
     (t, lines, error)
 }
 
@@ -362,6 +377,34 @@ mod tests {
                 (r.span.clone(), r.line, id, owner)
             })
             .collect()
+    }
+
+    #[test]
+    fn the_short_strings_of_an_item_are_copied_out_and_the_long_ones_left() {
+        let text = concat!(
+            r#"{"type":"message","id":"a1","turn":"t1","role":"assistant","content":"x","#,
+            r#""tool_calls":[{"id":"c1","name":"edit","arguments":{"path":"a.rs"}},"#,
+            r#"{"id":"c2","name":"write","arguments":{"content":"a long text, longer than the limit"}}]}"#,
+            "\n",
+            r#"{"type":"tool_result","id":"r1","turn":"t1","call_id":"c1","name":"edit","content":"ok"}"#,
+            "\n"
+        );
+        let mut t = parse(text.as_bytes(), Path::new("t")).unwrap();
+        let owned = |c: &Cow<'_, str>| matches!(c, Cow::Owned(_));
+        assert!(!owned(&t.items[0].id), "borrowed as read");
+        for item in &mut t.items {
+            item.own_short_strings(16);
+        }
+        let (a, r) = (&t.items[0], &t.items[1]);
+        assert!(owned(&a.id) && owned(a.turn.as_ref().unwrap()) && owned(&r.id));
+        let [short, long] = a.calls() else { panic!("two calls") };
+        assert!(owned(&short.id) && owned(&short.name) && owned(&short.arguments), "{short:?}");
+        assert!(owned(&long.name) && !owned(&long.arguments), "a long argument stays in the input: {long:?}");
+        assert_eq!(long.arguments, r#"{"content":"a long text, longer than the limit"}"#);
+        assert!(
+            matches!(&r.kind, super::super::ItemKind::ToolResult { call_id, name: Some(name), .. } if owned(call_id) && owned(name))
+        );
+        assert_eq!(r.result_call_id(), Some("c1"));
     }
 
     #[test]
