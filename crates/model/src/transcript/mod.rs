@@ -19,7 +19,6 @@ pub use reader::parse;
 pub use record::{Call, TextLen};
 use record::{MessageRecord, ToolResultRecord};
 
-use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -38,8 +37,16 @@ pub struct Transcript<'a> {
     pub unknown_records: usize,
     /// Results whose call is not in the transcript (kept, counted in a warning).
     pub orphan_results: Vec<usize>,
-    /// Which item holds the call with a given id.
-    pub call_owner: HashMap<Cow<'a, str>, usize>,
+    /// Which item holds the call with a given id: the item and the call's place in it,
+    /// found by the id's hash ([`id_hash`]); no id is copied into it.
+    pub call_owner: hashbrown::HashTable<(usize, usize)>,
+}
+
+/// The hash the tables of ids ([`Transcript::call_owner`], the reader's check of
+/// duplicate ids) find an id by.
+pub fn id_hash(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(id)
 }
 
 /// One physical line of the input (a run of blank lines is one record).
@@ -431,7 +438,7 @@ impl<'a> Transcript<'a> {
             session: None,
             unknown_records: 0,
             orphan_results: Vec::new(),
-            call_owner: HashMap::default(),
+            call_owner: hashbrown::HashTable::new(),
         };
         link_results(&mut t);
         t

@@ -5,9 +5,9 @@
 
 use super::fast;
 use super::record::{EventRecord, MessageRecord, TextLen, ToolResultRecord};
-use super::{EventRef, Item, Record, RecordKind, Transcript};
+use super::{id_hash, EventRef, Item, Record, RecordKind, Transcript};
 use crate::error::{Error, Result};
-use rustc_hash::FxHashMap as HashMap;
+use hashbrown::HashTable;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -35,7 +35,8 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
     let bom = if src.starts_with(BOM) { BOM.len() } else { 0 };
     let chunks = split(src, bom, chunk_bytes.max(1));
     let mut t = empty(src, bom);
-    let mut ids: HashMap<Cow<'a, str>, usize> = HashMap::default();
+    // The items' ids seen so far: the item and the line of each, found by its hash.
+    let mut ids: HashTable<(usize, usize)> = HashTable::new();
     let threads = crate::batch::threads();
     let mut failed = None;
     // Lines before the chunk being joined: a chunk numbers its own lines from 1, so no
@@ -56,10 +57,7 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
             match join(&mut t, &mut ids, chunk, lines_before, file).err().or(error) {
                 None => {
                     lines_before += lines;
-                    // Linked while the chunk's ids are in memory; then its pages go (a
-                    // mapped input's: a borrowed string read later faults them in again).
                     link_from(&mut t, first);
-                    crate::mapped::release(&src[chunks[k].clone()]);
                     true
                 }
                 Some(e) => {
@@ -72,8 +70,6 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
     if let Some(e) = failed {
         return Err(e);
     }
-    // What the joins read again since (an id compared, a map grown) goes too.
-    crate::mapped::release(src);
     Ok(t)
 }
 
@@ -83,7 +79,7 @@ pub fn parse_in_chunks<'a>(src: &'a [u8], file: &Path, chunk_bytes: usize) -> Re
 /// need; sized by line count, a file of blank lines would ask for gigabytes.
 fn reserve_projected<'a>(
     t: &mut Transcript<'a>,
-    ids: &mut HashMap<Cow<'a, str>, usize>,
+    ids: &mut HashTable<(usize, usize)>,
     chunk: &Transcript<'a>,
     done: usize,
     total: usize,
@@ -99,12 +95,13 @@ fn reserve_projected<'a>(
         t.items.reserve_exact(more);
     }
     if let Some(more) = room(ids.len(), ids.capacity(), chunk.items.len()) {
-        ids.reserve(more);
+        ids.reserve(more, |&(g, _)| id_hash(&t.items[g].id));
     }
     // The map from call ids to their items, which the chunks are linked into as they come.
     let calls = chunk.items.iter().map(|i| i.calls().len()).sum::<usize>();
     if let Some(more) = room(t.call_owner.len(), t.call_owner.capacity(), calls) {
-        t.call_owner.reserve(more);
+        let items = &t.items;
+        t.call_owner.reserve(more, |&(j, c)| id_hash(&items[j].calls()[c].id));
     }
 }
 
@@ -113,21 +110,31 @@ fn reserve_projected<'a>(
 /// is reported before the chunk's own error.
 fn join<'a>(
     t: &mut Transcript<'a>,
-    ids: &mut HashMap<Cow<'a, str>, usize>,
+    ids: &mut HashTable<(usize, usize)>,
     chunk: Transcript<'a>,
     lines_before: usize,
     file: &Path,
 ) -> Result<()> {
     let (record_offset, item_offset) = (t.records.len(), t.items.len());
+    // The id of item `g` of the transcript, joined or in this chunk.
+    let id_of = |g: usize| -> &str {
+        if g < item_offset {
+            &t.items[g].id
+        } else {
+            &chunk.items[g - item_offset].id
+        }
+    };
     for mut r in chunk.records {
         r.line += lines_before;
         match &mut r.kind {
             RecordKind::Item(i) => {
-                let id = chunk.items[*i].id.clone();
-                if let Some(first) = ids.insert(id.clone(), r.line) {
+                let id = &*chunk.items[*i].id;
+                let hash = id_hash(id);
+                if let Some(&(_, first)) = ids.find(hash, |&(g, _)| id_of(g) == id) {
                     let msg = format!("duplicate id {id:?} (first used on line {first})");
                     return Err(Error::bad_line(file, r.line, 1, msg));
                 }
+                ids.insert_unique(hash, (item_offset + *i, r.line), |&(g, _)| id_hash(id_of(g)));
                 *i += item_offset;
             }
             RecordKind::Session if t.records.iter().any(|r| !matches!(r.kind, RecordKind::Blank)) => {
@@ -160,7 +167,7 @@ pub(super) fn empty(src: &[u8], bom: usize) -> Transcript<'_> {
         session: None,
         unknown_records: 0,
         orphan_results: Vec::new(),
-        call_owner: HashMap::default(),
+        call_owner: HashTable::new(),
     }
 }
 
@@ -192,12 +199,15 @@ fn parse_chunk<'a>(
     let mut t = empty(src, 0);
     let mut lines = 0;
     let error = parse_lines(&mut t, src, range.clone(), &mut lines, file).err();
-    // The pages of a mapped input go back once parsed: what every later pass reads of
-    // each item is copied out first, on the parsing thread.
-    if crate::mapped::is_mapped(&src[range.clone()]) {
+    // A mapped input's pages go back once parsed, here on the parsing thread: what
+    // every later pass reads of each item (the join included) is copied out first, so
+    // nothing faults them in again but a long argument or a preview read on purpose.
+    let piece = &src[range.clone()];
+    if crate::mapped::is_mapped(piece) {
         for item in &mut t.items {
             item.own_short_strings(OWNED_UP_TO);
         }
+        crate::mapped::release(piece);
     }
     (t, lines, error)
 }
@@ -320,21 +330,32 @@ fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterm
 
 /// Links every result to the item holding its call (the latest one before it).
 pub fn link_results(t: &mut Transcript<'_>) {
-    // Sized once: a map grown by doubling leaves the memory of every smaller one behind.
-    t.call_owner.reserve(t.items.iter().map(|i| i.calls().len()).sum());
+    // Sized once: a table grown by doubling leaves the memory of every smaller one behind.
+    let items = &t.items;
+    t.call_owner.reserve(items.iter().map(|i| i.calls().len()).sum(), |&(j, c)| id_hash(&items[j].calls()[c].id));
     link_from(t, 0);
 }
 
 /// Links the items from `first` on, those before already linked.
 fn link_from(t: &mut Transcript<'_>, first: usize) {
-    for i in first..t.items.len() {
-        for call in t.items[i].calls() {
-            t.call_owner.insert(call.id.clone(), i);
+    let Transcript { items, call_owner, orphan_results, .. } = t;
+    for i in first..items.len() {
+        for (k, call) in items[i].calls().iter().enumerate() {
+            let hash = id_hash(&call.id);
+            // A later call with the same id takes its place, as in a map.
+            match call_owner.find_mut(hash, |&(j, c)| items[j].calls()[c].id == call.id) {
+                Some(owner) => *owner = (i, k),
+                None => {
+                    call_owner.insert_unique(hash, (i, k), |&(j, c)| id_hash(&items[j].calls()[c].id));
+                }
+            }
         }
-        let owner = t.items[i].result_call_id().map(|cid| t.call_owner.get(cid).copied());
+        let owner = items[i]
+            .result_call_id()
+            .map(|cid| call_owner.find(id_hash(cid), |&(j, c)| items[j].calls()[c].id == cid).map(|&(j, _)| j));
         match owner {
-            Some(Some(o)) => t.items[i].call_item = Some(o),
-            Some(None) => t.orphan_results.push(i),
+            Some(Some(o)) => items[i].call_item = Some(o),
+            Some(None) => orphan_results.push(i),
             None => {}
         }
     }
@@ -377,6 +398,39 @@ mod tests {
                 (r.span.clone(), r.line, id, owner)
             })
             .collect()
+    }
+
+    /// A result links to the latest call with its id before it, a result without one is
+    /// an orphan, and a repeated item id names the line it was first used on: across the
+    /// pieces the reader cuts, of any size.
+    #[test]
+    fn results_link_to_the_latest_call_and_a_repeated_id_names_its_first_line() {
+        let call = |id: &str, c: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","role":"assistant","content":"x","tool_calls":[{{"id":"{c}","name":"bash","arguments":{{}}}}]}}"#
+            )
+        };
+        let result =
+            |id: &str, c: &str| format!(r#"{{"type":"tool_result","id":"{id}","call_id":"{c}","content":"ok"}}"#);
+        let text = [
+            result("r0", "c1"),
+            call("a1", "c1"),
+            result("r1", "c1"),
+            call("a2", "c2"),
+            call("a3", "c1"),
+            result("r2", "c1"),
+            result("r3", "c2"),
+        ]
+        .join("\n");
+        for chunk in [1, 7, 64, 300, usize::MAX / 2] {
+            let t = parse_in_chunks(text.as_bytes(), Path::new("t"), chunk).unwrap();
+            let owner = |id: &str| t.items.iter().find(|i| i.id == id).unwrap().call_item.map(|o| &*t.items[o].id);
+            assert_eq!([owner("r1"), owner("r2"), owner("r3")], [Some("a1"), Some("a3"), Some("a2")], "chunk {chunk}");
+            assert_eq!(t.orphan_results, [0], "chunk {chunk}");
+            let again = format!("{text}\n{}", call("a2", "c9"));
+            let e = parse_in_chunks(again.as_bytes(), Path::new("t"), chunk).unwrap_err().to_string();
+            assert_eq!(e, "t:8:1: duplicate id \"a2\" (first used on line 4)", "chunk {chunk}");
+        }
     }
 
     #[test]
