@@ -456,6 +456,49 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
 
+    /// A string literal's body of any bytes a line can hold: runs of letters long enough
+    /// to cross the scanner's 32-byte blocks, quotes and backslashes raw or escaped, every
+    /// escape letter and some that are not, `\u` escapes (surrogates too), raw control
+    /// characters, wide characters.
+    fn body() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-z ]{1,40}",
+            Just("\\\"".to_string()),
+            Just("\\\\".to_string()),
+            Just("\"".to_string()),
+            "\\\\[\"\\\\/bfnrtuxq0 ]",
+            "\\\\u[0-9a-fA-F]{4}",
+            Just("\\ud83d\\ude00".to_string()),
+            Just("\\ud83d".to_string()),
+            "[\u{0}-\u{1f}\u{7f}]",
+            "[é€🙂]{1,3}",
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// The scanner ends a string where a parser does, refuses what a parser refuses,
+        /// and measures what it decodes to.
+        #[test]
+        fn a_string_is_read_as_a_parser_reads_it(body in body(), pad in 0usize..40) {
+            let lit = format!("{}\"{body}\"", " ".repeat(pad));
+            let mut s = super::Scan::new(&lit);
+            let mut parser = serde_json::Deserializer::from_str(&lit).into_iter::<String>();
+            let parsed = parser.next();
+            if let Some(l) = s.string() {
+                let Some(Ok(decoded)) = parsed else {
+                    return Err(TestCaseError::fail(format!("{lit:?} was read, a parser says {parsed:?}")));
+                };
+                prop_assert_eq!(l.end, parser.byte_offset(), "{:?} ends where a parser ends", lit);
+                prop_assert_eq!(l.len, decoded.len() as u64, "{:?}", lit);
+                prop_assert_eq!(l.escaped, lit[l.start..l.end].contains('\\'));
+            } else {
+                prop_assert!(!matches!(parsed, Some(Ok(_))), "{:?} was refused, a parser reads {:?}", lit, parsed);
+            }
+        }
+    }
+
     /// A string literal with each character written raw, as `\uXXXX` (a surrogate pair
     /// past the BMP), or as its short escape, at random; now and then a lone surrogate.
     fn string_lit() -> impl Strategy<Value = String> {
