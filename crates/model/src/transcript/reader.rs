@@ -197,6 +197,10 @@ fn parse_chunk<'a>(
     file: &Path,
 ) -> (Transcript<'a>, usize, Option<Error>) {
     let mut t = empty(src, 0);
+    // Room for a record per KB (the piece's vectors go once joined): most pieces need no
+    // more, and none is copied as it grows from nothing.
+    let room = range.len() / 1024 + 16;
+    (t.records, t.items) = (Vec::with_capacity(room), Vec::with_capacity(room));
     let mut lines = 0;
     let error = parse_lines(&mut t, src, range.clone(), &mut lines, file).err();
     // A mapped input's pages go back once parsed, here on the parsing thread: what
