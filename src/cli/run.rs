@@ -129,17 +129,20 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
         let input = &inputs[0];
         let emit = opts.emit.unwrap_or(Output::Transcript);
         opts.emit = Some(emit);
-        // One large transcript is parsed in pieces on up to `--jobs` threads.
+        // One large transcript is parsed in pieces on up to `--jobs` threads; the process
+        // ends with it.
         return crate::batch::with_threads(opts.jobs, || {
-            process_input(input, settings, |done| {
-                print_warnings(done);
-                run::check_write_back(&opts, input, settings, done)?;
-                if let (Some(e), false) = (done.refusal(), args.dry_run) {
-                    return Err(e);
-                }
-                crate::ui::note(&run::one_line(input, done));
-                let code = write_out(w, |w| run::emit(w, input, done, emit))?;
-                Ok(if done.plan.refused() { Exit::Failed } else { code })
+            crate::engine::as_last_work(|| {
+                process_input(input, settings, |done| {
+                    print_warnings(done);
+                    run::check_write_back(&opts, input, settings, done)?;
+                    if let (Some(e), false) = (done.refusal(), args.dry_run) {
+                        return Err(e);
+                    }
+                    crate::ui::note(&run::one_line(input, done));
+                    let code = write_out(w, |w| run::emit(w, input, done, emit))?;
+                    Ok(if done.plan.refused() { Exit::Failed } else { code })
+                })
             })
         });
     }

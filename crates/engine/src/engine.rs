@@ -413,6 +413,27 @@ pub fn load(input: &Input, format: InputFormat) -> Result<crate::formats::Canoni
     crate::formats::import(raw, &input.path, format)
 }
 
+thread_local! {
+    /// Set by [`as_last_work`] while the process's last input is processed.
+    static LAST_WORK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, the process's last work before it exits, so that the transcript
+/// [`process_input`] made is not freed: a large one holds some hundred thousand small
+/// strings, and freeing them one by one (and the allocator giving the memory back)
+/// took a tenth of a 150 MB run, for nothing the exit does not do at once (as
+/// `clang -disable-free` does). Only the command line calls it, for its one input.
+pub fn as_last_work<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LAST_WORK.with(|l| l.set(self.0));
+        }
+    }
+    let _restore = Restore(LAST_WORK.with(|l| l.replace(true)));
+    f()
+}
+
 /// Reads, imports and processes one input (a file, `-`, compressed or not, in any
 /// format), then hands the result to `f`: what every command does with one transcript.
 pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Processed<'_>) -> Result<T>) -> Result<T> {
@@ -444,5 +465,26 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
     done.warnings.splice(0..0, canonical.warnings.clone());
     let out = bytes.current(|| f(&done));
     bytes.intact(&input.path)?;
+    if LAST_WORK.with(std::cell::Cell::get) {
+        // The process exits next: its memory goes at once.
+        std::mem::forget(done);
+        std::mem::forget(canonical);
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{as_last_work, LAST_WORK};
+
+    #[test]
+    fn the_last_work_is_marked_only_while_it_runs() {
+        let marked = || LAST_WORK.with(std::cell::Cell::get);
+        assert!(!marked());
+        assert!(as_last_work(marked));
+        assert!(as_last_work(|| as_last_work(marked) && marked()), "nested, the outer mark stays");
+        assert!(!marked(), "unmarked after");
+        let panicked = std::panic::catch_unwind(|| as_last_work(|| panic!("work")));
+        assert!(panicked.is_err() && !marked(), "unmarked after a panic");
+    }
 }
