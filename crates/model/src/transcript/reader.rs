@@ -7,6 +7,7 @@ use super::fast;
 use super::record::{EventRecord, MessageRecord, TextLen, ToolResultRecord};
 use super::{id_hash, EventRef, Item, Record, RecordKind, Transcript};
 use crate::error::{Error, Result};
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -129,12 +130,15 @@ fn join<'a>(
         match &mut r.kind {
             RecordKind::Item(i) => {
                 let id = &*chunk.items[*i].id;
-                let hash = id_hash(id);
-                if let Some(&(_, first)) = ids.find(hash, |&(g, _)| id_of(g) == id) {
-                    let msg = format!("duplicate id {id:?} (first used on line {first})");
-                    return Err(Error::bad_line(file, r.line, 1, msg));
+                match ids.entry(id_hash(id), |&(g, _)| id_of(g) == id, |&(g, _)| id_hash(id_of(g))) {
+                    Entry::Occupied(first) => {
+                        let msg = format!("duplicate id {id:?} (first used on line {})", first.get().1);
+                        return Err(Error::bad_line(file, r.line, 1, msg));
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert((item_offset + *i, r.line));
+                    }
                 }
-                ids.insert_unique(hash, (item_offset + *i, r.line), |&(g, _)| id_hash(id_of(g)));
                 *i += item_offset;
             }
             RecordKind::Session if t.records.iter().any(|r| !matches!(r.kind, RecordKind::Blank)) => {
@@ -345,12 +349,12 @@ fn link_from(t: &mut Transcript<'_>, first: usize) {
     let Transcript { items, call_owner, orphan_results, .. } = t;
     for i in first..items.len() {
         for (k, call) in items[i].calls().iter().enumerate() {
-            let hash = id_hash(&call.id);
+            let same = |&(j, c): &(usize, usize)| items[j].calls()[c].id == call.id;
             // A later call with the same id takes its place, as in a map.
-            match call_owner.find_mut(hash, |&(j, c)| items[j].calls()[c].id == call.id) {
-                Some(owner) => *owner = (i, k),
-                None => {
-                    call_owner.insert_unique(hash, (i, k), |&(j, c)| id_hash(&items[j].calls()[c].id));
+            match call_owner.entry(id_hash(&call.id), same, |&(j, c)| id_hash(&items[j].calls()[c].id)) {
+                Entry::Occupied(mut owner) => *owner.get_mut() = (i, k),
+                Entry::Vacant(slot) => {
+                    slot.insert((i, k));
                 }
             }
         }

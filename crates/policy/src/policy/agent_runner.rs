@@ -60,13 +60,12 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
                 render::render_reanchor(&facts, false, cfg.reanchor.max_entries, cfg.reanchor.max_chars)
             })
         };
-        // Without a size to fit, the summary does not depend on what is appended: on a
+        // Without a size to fit, the fallback does not depend on what is appended: on a
         // large transcript the two are made at once (the facts walk every call, the
         // summary decodes the newest removed items).
         let (reanchor, early) = if target.is_none() {
-            let (r, s) =
-                super::side_by_side(t, reanchor, || fallback::propose(t, cfg, est, Fit::Within { appended: 0 }));
-            (r, Some(s.map(|s| (s, Fitted::Within))))
+            let (r, f) = super::side_by_side(t, reanchor, || fit_fallback(t, cfg, est, 0, over_target));
+            (r, Some(f))
         } else {
             (reanchor(), None)
         };
