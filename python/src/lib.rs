@@ -488,16 +488,31 @@ impl Write for Send {
 }
 
 /// Tells the reader of bad lines and warnings as the stream meets them (before their
-/// lines are written).
-struct Tell(SyncSender<Msg>);
+/// lines are written), and hands it a block's rewritten lines as the engine made them
+/// (no copy into [`Send`]'s pieces), taking back a buffer the reader is done with.
+struct Tell {
+    tx: SyncSender<Msg>,
+    spent: Receiver<Vec<u8>>,
+}
 
 impl Observer for Tell {
+    fn takes_output(&self) -> bool {
+        true
+    }
+
+    fn take_output(&mut self, bytes: &mut String) -> io::Result<()> {
+        let mut spare = self.spent.try_recv().unwrap_or_default();
+        spare.clear();
+        let full = std::mem::replace(bytes, String::from_utf8(spare).expect("an empty buffer"));
+        self.tx.send(Msg::Bytes(full.into_bytes())).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+
     fn bad_line(&mut self, line: usize, message: &str, _text: Option<&[u8]>) -> io::Result<()> {
-        self.0.send(Msg::Bad(line, message.to_string())).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+        self.tx.send(Msg::Bad(line, message.to_string())).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
     }
 
     fn warning(&mut self, line: usize, message: &str) {
-        let _ = self.0.send(Msg::Warning(line, message.to_string()));
+        let _ = self.tx.send(Msg::Warning(line, message.to_string()));
     }
 }
 
@@ -508,6 +523,9 @@ impl Observer for Tell {
 struct FileLines {
     /// Locked by one reader at a time (a pyclass is shared between threads).
     rx: std::sync::Mutex<Receiver<Msg>>,
+    /// Buffers read to the end, given back to the stream to fill again (a few at most:
+    /// one that finds no room is freed).
+    spent: SyncSender<Vec<u8>>,
     piece: Vec<u8>,
     at: usize,
     /// Output lines handed over (in keep and raise modes, the input line number too).
@@ -544,7 +562,10 @@ impl FileLines {
             joined.extend_from_slice(&bytes);
             self.piece = joined;
         } else {
-            self.piece = bytes;
+            let spent = std::mem::replace(&mut self.piece, bytes);
+            if spent.capacity() > 0 {
+                let _ = self.spent.try_send(spent);
+            }
         }
         self.at = 0;
     }
@@ -637,9 +658,10 @@ fn file_lines(
     let (s, input) = file_input(&path, config, profile, input_format, mode)?;
     // A few pieces in flight: the engine stays ahead of the reader, memory stays flat.
     let (tx, rx) = sync_channel(4);
+    let (spent, spent_rx) = sync_channel(2);
     std::thread::spawn(move || {
         let mut w = Send { tx: tx.clone(), buf: Vec::with_capacity(PIECE_SENT + (64 << 10)) };
-        let mut tell = Tell(tx.clone());
+        let mut tell = Tell { tx: tx.clone(), spent: spent_rx };
         let mut total = Counts::default();
         let threads = rivumi_compact::batch::threads();
         let streamed = stream_input(&input, &s, None, threads, &mut w, &mut tell, &mut total);
@@ -650,6 +672,7 @@ fn file_lines(
     });
     Ok(FileLines {
         rx: std::sync::Mutex::new(rx),
+        spent,
         piece: Vec::new(),
         at: 0,
         line: 0,

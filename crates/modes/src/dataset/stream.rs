@@ -84,6 +84,18 @@ pub trait Observer {
     fn warning(&mut self, _line: usize, _message: &str) {}
     /// The stream reached the end of its input.
     fn finish(&mut self) {}
+    /// Whether this observer reads the output too, and takes a block's rewritten lines
+    /// whole ([`Observer::take_output`]) rather than have them copied into the writer.
+    fn takes_output(&self) -> bool {
+        false
+    }
+    /// A block's output, every line of it rewritten: the observer keeps `bytes` and
+    /// leaves an empty buffer (to be filled again) in its place. Only called when
+    /// [`Observer::takes_output`], after the writer was flushed (what it holds comes
+    /// first).
+    fn take_output(&mut self, _bytes: &mut String) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// An observer that wants nothing.
@@ -213,7 +225,7 @@ fn stream_blocks(
         while let Some(block) = blocks.next(std::mem::take(&mut spent)) {
             let block = block?;
             piece.fill(&block, file, settings);
-            write_block(&block, &piece, w, counts, observer)?;
+            write_block(&block, &mut piece, w, counts, observer)?;
             spent = block.bytes;
         }
         observer.finish();
@@ -246,11 +258,11 @@ fn stream_blocks(
         while let Some(compacted) = waiting.remove(&next) {
             next += 1;
             // A read error ends the stream after the blocks read before it are written.
-            let Some((block, piece)) = compacted? else {
+            let Some((block, mut piece)) = compacted? else {
                 observer.finish();
                 return Ok(());
             };
-            write_block(&block, &piece, w, counts, observer)?;
+            write_block(&block, &mut piece, w, counts, observer)?;
             let _ = free_tx.send((block.bytes, piece));
         }
     }
@@ -320,7 +332,7 @@ fn work<R: Read>(
 /// user's hook failed stops the stream after what came before it is written.
 fn write_block(
     block: &Block,
-    out: &Piece,
+    out: &mut Piece,
     w: &mut dyn Write,
     counts: &mut Counts,
     observer: &mut dyn Observer,
@@ -338,7 +350,12 @@ fn write_block(
         let text = range.as_ref().map(|range| strip_terminator(&block.data()[range.clone()]));
         observer.bad_line(*n, message, text).map_err(Stop::Write)?;
     }
-    out.write(block, w).map_err(Stop::Write)?;
+    if observer.takes_output() && out.all_own() {
+        w.flush().map_err(Stop::Write)?;
+        observer.take_output(&mut out.bytes).map_err(Stop::Write)?;
+    } else {
+        out.write(block, w).map_err(Stop::Write)?;
+    }
     if let Some(e) = &out.failed {
         return Err(Stop::Input(Error::Failed(e.clone())));
     }
@@ -477,6 +494,11 @@ impl Piece {
             }
         }
         self.parts.push(Part::Block(range));
+    }
+
+    /// Every line was rewritten: the output is the piece's bytes, whole.
+    fn all_own(&self) -> bool {
+        matches!(self.parts.as_slice(), [Part::Own(run)] if run.start == 0 && run.end == self.bytes.len())
     }
 
     fn write(&self, block: &Block, w: &mut dyn Write) -> io::Result<()> {
@@ -796,6 +818,78 @@ mod tests {
                 assert_eq!((seen.started, seen.finished), (1, 1));
                 assert_eq!((seen.lines, seen.bytes), (want_counts.lines, data.len()));
                 assert_eq!(seen.bad, [14, 23], "{threads} thread(s), blocks of {block}");
+            }
+        }
+    }
+
+    /// A writer that holds what it is given until flushed (as the Python package's
+    /// pieces), and an observer that takes blocks whole into the same output.
+    struct Held {
+        held: Vec<u8>,
+        out: std::rc::Rc<std::cell::RefCell<Vec<u8>>>,
+    }
+
+    impl io::Write for Held {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.held.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.out.borrow_mut().append(&mut self.held);
+            Ok(())
+        }
+    }
+
+    struct Taker {
+        out: std::rc::Rc<std::cell::RefCell<Vec<u8>>>,
+        taken: usize,
+        bytes: usize,
+    }
+
+    impl Observer for Taker {
+        fn takes_output(&self) -> bool {
+            true
+        }
+        fn take_output(&mut self, bytes: &mut String) -> io::Result<()> {
+            let whole = std::mem::take(bytes);
+            assert!(!whole.is_empty());
+            self.out.borrow_mut().extend_from_slice(whole.as_bytes());
+            (self.taken, self.bytes) = (self.taken + 1, self.bytes + whole.len());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_observer_that_takes_whole_blocks_gets_them_in_order_with_what_was_written() {
+        let s = settings();
+        // Rows rewritten and not: blocks taken whole and blocks written, in one output.
+        // Then rows that are all rewritten: nothing is written, every block is taken.
+        let every = (0..30).map(|_| chat(12, 900) + "\n").collect::<String>().into_bytes();
+        for (data, mixed) in [(dataset(), true), (every, false)] {
+            let (want, _) = line_by_line(&data, &s);
+            takes_whole_blocks(&data, &want, mixed, &s);
+        }
+    }
+
+    fn takes_whole_blocks(data: &[u8], want: &[u8], mixed: bool, s: &super::Settings) {
+        for threads in [1, 2] {
+            for block in [1, 700, 5_000, 1 << 20] {
+                let out = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+                let mut w = Held { held: Vec::new(), out: out.clone() };
+                let mut taker = Taker { out: out.clone(), taken: 0, bytes: 0 };
+                let reader = io::BufReader::new(io::Cursor::new(data.to_vec()));
+                let mut counts = Counts::default();
+                stream_blocks(reader, &mut w, Path::new("d.jsonl"), s, threads, block, None, &mut taker, &mut counts)
+                    .unwrap_or_else(|_| panic!("{threads} thread(s), blocks of {block}"));
+                let written = w.held.len() + out.borrow().len() - taker.bytes;
+                io::Write::flush(&mut w).unwrap();
+                assert!(*out.borrow() == want, "{threads} thread(s), blocks of {block}: the output differs");
+                match (mixed, block) {
+                    // One block of the whole dataset, rows kept as they were too: written.
+                    (true, b) if b >= data.len() => assert_eq!(taker.taken, 0, "{threads} thread(s)"),
+                    (true, _) => assert!(taker.taken > 0 && written > 0, "{threads} thread(s), blocks of {block}"),
+                    (false, _) => assert_eq!(written, 0, "{threads} thread(s), blocks of {block}"),
+                }
             }
         }
     }
