@@ -111,7 +111,23 @@ impl<'o> Previewer<'o> {
         let b = s.as_bytes();
         let plain = |c: u8| c.is_ascii_graphic() && !(JSON && c == b'\\');
         let mut i = 0;
+        // The 64 bytes from `window.at` sorted once (text that is indented, or has line
+        // ends, runs through them without stopping at each); kept while `i` is in them.
+        let mut window: Option<Window> = None;
         while i < b.len() {
+            if window.is_none_or(|w| i >= w.at + w.known) {
+                window = b.get(i..i + 64).map(|bytes| Window::of::<JSON>(bytes, i));
+            }
+            if let Some(w) = window {
+                let (used, open) = self.runs(s, &w, i);
+                if !open {
+                    return Some(false);
+                }
+                if used > 0 {
+                    i += used;
+                    continue;
+                }
+            }
             if !plain(b[i]) {
                 // ASCII whitespace (indentation, line ends) only marks a space to come.
                 if matches!(b[i], b' ' | b'\t'..=b'\r') {
@@ -185,6 +201,41 @@ impl<'o> Previewer<'o> {
         Some(true)
     }
 
+    /// Takes the runs of printable ASCII and of whitespace from `from` on, up to the
+    /// first byte of `win` that is neither (a character or an escape
+    /// [`Previewer::feed`] takes one at a time): the bytes used, and `false` once the
+    /// preview is cut.
+    fn runs(&mut self, text: &str, win: &Window, from: usize) -> (usize, bool) {
+        let off = from - win.at;
+        let lim = ((win.stop >> off).trailing_zeros() as usize).min(win.known - off);
+        let mut used = 0;
+        while used < lim {
+            let at = off + used;
+            // A run starts at a printable byte: a single space where one starts (after
+            // a character or an escape taken one at a time) folds as whitespace does.
+            if (win.space >> at) & 1 == 1 || text.as_bytes()[from + used] == b' ' {
+                self.space = self.count > 0;
+                used += ((!win.space >> at).trailing_zeros() as usize).clamp(1, lim - used);
+                continue;
+            }
+            let run = ((!win.plain >> at).trailing_zeros() as usize).min(lim - used);
+            if self.space {
+                self.space = false;
+                if !self.push(' ') {
+                    return (used, false);
+                }
+            }
+            let take = run.min(self.max - self.count);
+            self.out.push_str(&text[from + used..from + used + take]);
+            self.count += take;
+            if take < run {
+                return (used, self.cut());
+            }
+            used += run;
+        }
+        (lim, true)
+    }
+
     /// Feeds one character; `false` once the preview is cut.
     fn char(&mut self, c: char) -> bool {
         if c.is_whitespace() {
@@ -212,6 +263,94 @@ impl<'o> Previewer<'o> {
         self.count += 1;
         true
     }
+}
+
+/// 64 bytes of a text (or a JSON literal's body) sorted, a bit each: printable ASCII
+/// copied as it is, whitespace that folds into a space (in a literal, the escapes `\n`,
+/// `\t` and `\r` too, both their bytes), and the bytes where runs of those stop.
+#[derive(Clone, Copy)]
+struct Window {
+    at: usize,
+    /// How many of the bytes are sorted: in a literal, those before the first two
+    /// backslashes in a row (which of them starts an escape, and so what the bytes
+    /// after them are, is known only from the left); 64 elsewhere.
+    known: usize,
+    plain: u64,
+    space: u64,
+    /// Neither printable nor whitespace: a wider character, a control, an escape other
+    /// than those three (each read by the byte-at-a-time path).
+    stop: u64,
+}
+
+impl Window {
+    fn of<const JSON: bool>(bytes: &[u8], at: usize) -> Window {
+        let bytes: &[u8; 64] = bytes.try_into().expect("64 bytes");
+        let [graphic, blank, slash, ntr, spaces] = classes(bytes);
+        let mut plain = graphic;
+        let mut space = blank;
+        let mut known = 64;
+        if JSON {
+            // An escape starts at every backslash before the first pair of them.
+            known = (slash & (slash >> 1)).trailing_zeros() as usize;
+            let escaped = slash & (ntr >> 1);
+            space |= escaped | escaped << 1;
+            plain &= !slash & !(escaped << 1);
+        }
+        // A single space between two printable bytes is copied with them.
+        let single = spaces & plain >> 1 & plain << 1;
+        Window { at, known, plain: plain | single, space: space & !single, stop: !(plain | space) }
+    }
+}
+
+/// The bytes of 64 that are printable ASCII (`!` to `~`), ASCII whitespace (space, tab
+/// to carriage return), backslashes, the letters `n`, `t` and `r`, spaces: a bit each.
+#[cfg(target_arch = "x86_64")]
+fn classes(bytes: &[u8; 64]) -> [u64; 5] {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8,
+    };
+    let mut out = [0u64; 5];
+    for (k, chunk) in bytes.chunks_exact(16).enumerate() {
+        // SAFETY: SSE2 is part of the x86-64 baseline, and `chunk` has 16 readable
+        // bytes (the load needs no alignment).
+        let masks = unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c.cast_signed()));
+            let bits = |m: __m128i| u64::from(_mm_movemask_epi8(m).cast_unsigned());
+            // Signed: 0x21..=0x7e above a space and below DEL; from 0x80 up negative.
+            let graphic = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x20)), _mm_cmplt_epi8(v, _mm_set1_epi8(0x7f)));
+            let controls =
+                _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x08)), _mm_cmplt_epi8(v, _mm_set1_epi8(0x0e)));
+            let spaces = eq(b' ');
+            let blank = _mm_or_si128(spaces, controls);
+            let ntr = _mm_or_si128(_mm_or_si128(eq(b'n'), eq(b't')), eq(b'r'));
+            [bits(graphic), bits(blank), bits(eq(b'\\')), bits(ntr), bits(spaces)]
+        };
+        for (o, m) in out.iter_mut().zip(masks) {
+            *o |= m << (16 * k);
+        }
+    }
+    out
+}
+
+/// [`classes`] elsewhere, a byte at a time.
+#[cfg(not(target_arch = "x86_64"))]
+fn classes(bytes: &[u8; 64]) -> [u64; 5] {
+    let mut out = [0u64; 5];
+    for (k, &c) in bytes.iter().enumerate() {
+        let tests = [
+            c.is_ascii_graphic(),
+            matches!(c, b' ' | b'\t'..=b'\r'),
+            c == b'\\',
+            matches!(c, b'n' | b't' | b'r'),
+            c == b' ',
+        ];
+        for (o, t) in out.iter_mut().zip(tests) {
+            *o |= u64::from(t) << k;
+        }
+    }
+    out
 }
 
 /// How many of sixteen bytes (after a printable one) are already folded text: printable
@@ -516,6 +655,29 @@ mod tests {
             let want = super::preview_cut(&s, max);
             prop_assert_eq!(super::preview_json(&serde_json::to_string(&s).unwrap(), max), Some(want.clone()));
             prop_assert_eq!(super::preview_json(&super::ascii_literal(&s), max), Some(want));
+        }
+
+        /// Long texts as agents write them — words, indentation, line ends, escapes,
+        /// backslashes, wide characters — through the 64-byte windows, at every cut up
+        /// to past their end: the definition, from the text and from either literal.
+        #[test]
+        fn a_long_text_is_folded_escaped_and_cut_through_the_windows(
+            parts in prop::collection::vec(prop_oneof![
+                "[a-z]{1,12}",
+                Just(" ".to_string()),
+                (1usize..14).prop_map(|n| format!("\n{}", " ".repeat(n))),
+                "[ \t\r\n\x0b\x0c]{1,4}",
+                "[\\\\\"/]{1,3}[nrt]?",
+                "[é→🙂\u{a0}\u{1}\u{7f}\u{202e}]{1,2}",
+            ], 0..120),
+            max in 0usize..700,
+        ) {
+            let s: String = parts.concat();
+            let want = reference(&s, max);
+            prop_assert_eq!(&super::preview(&s, max), &want);
+            let shown = |l: &str| super::preview_json(l, max).map(|(text, _)| text);
+            prop_assert_eq!(shown(&serde_json::to_string(&s).unwrap()), Some(want.clone()));
+            prop_assert_eq!(shown(&super::ascii_literal(&s)), Some(want));
         }
 
         /// A summary line leaves out the space before a text that shows nothing: a
