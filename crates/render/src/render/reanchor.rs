@@ -4,6 +4,7 @@
 use super::RatioText;
 use crate::text::cut;
 use crate::ui::escape;
+use std::borrow::Cow;
 
 /// What the re-anchor block states; gathered by `crate::reanchor::gather`.
 #[derive(Debug, Clone, Default)]
@@ -27,9 +28,9 @@ pub struct ReanchorFacts {
 /// Longest rendered entry, in characters.
 const MAX_ENTRY_CHARS: usize = 200;
 
-struct Section {
+struct Section<'f> {
     heading: &'static str,
-    entries: Vec<String>,
+    entries: Vec<Cow<'f, str>>,
     /// Entries that exist but are not shown.
     hidden: usize,
     empty: &'static str,
@@ -39,10 +40,15 @@ struct Section {
 pub fn render_reanchor(f: &ReanchorFacts, conversation: bool, max_entries: usize, max_chars: usize) -> String {
     let (intro, mut sections, tail) = if conversation { conversation_parts(f) } else { agent_parts(f) };
     for s in &mut sections {
-        s.entries = s.entries.iter().map(|e| cut(&escape(e), MAX_ENTRY_CHARS)).collect();
+        // Only the entries that can be shown are escaped and cut.
         if s.entries.len() > max_entries {
             s.hidden = s.entries.len() - max_entries;
             s.entries.truncate(max_entries);
+        }
+        for e in &mut s.entries {
+            if let Some(shown) = shown(e) {
+                *e = Cow::Owned(shown);
+            }
         }
     }
     loop {
@@ -60,7 +66,14 @@ pub fn render_reanchor(f: &ReanchorFacts, conversation: bool, max_entries: usize
     }
 }
 
-fn assemble(intro: &str, sections: &[Section], tail: &[String]) -> String {
+/// An entry as it is shown, escaped and cut, when that differs from the entry (an entry
+/// of printable ASCII within the length is shown as it is).
+fn shown(e: &str) -> Option<String> {
+    let plain = e.len() <= MAX_ENTRY_CHARS && e.bytes().all(|b| (0x20..0x7f).contains(&b));
+    (!plain).then(|| cut(&escape(e), MAX_ENTRY_CHARS))
+}
+
+fn assemble(intro: &str, sections: &[Section<'_>], tail: &[String]) -> String {
     let mut out = String::with_capacity(1024);
     out.push_str(intro);
     out.push('\n');
@@ -90,11 +103,11 @@ fn assemble(intro: &str, sections: &[Section], tail: &[String]) -> String {
     out
 }
 
-fn section(heading: &'static str, entries: &[String], empty: &'static str) -> Section {
-    Section { heading, entries: entries.to_vec(), hidden: 0, empty }
+fn section<'f>(heading: &'static str, entries: &'f [String], empty: &'static str) -> Section<'f> {
+    Section { heading, entries: entries.iter().map(|e| Cow::Borrowed(e.as_str())).collect(), hidden: 0, empty }
 }
 
-fn agent_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) {
+fn agent_parts(f: &ReanchorFacts) -> (String, Vec<Section<'_>>, Vec<String>) {
     let intro = "[rivumi] Re-anchor after history compaction. Older history was summarized; these facts were \
                  gathered from the whole session. Check the repository before editing."
         .to_string();
@@ -120,7 +133,7 @@ fn token_line(f: &ReanchorFacts) -> String {
     format!("Token limits: used {budget}; context window {window}")
 }
 
-fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) {
+fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section<'_>>, Vec<String>) {
     let intro = "[rivumi] Re-anchor (pending): prefix the next request with this once the compaction completes. \
                  Earlier turns were compacted; these constraints still hold."
         .to_string();
@@ -137,4 +150,39 @@ fn conversation_parts(f: &ReanchorFacts) -> (String, Vec<Section>, Vec<String>) 
         section("Allowed paths", &f.allowed_paths, "not restricted"),
     ];
     (intro, sections, vec![format!("Constraints:\n- {}", constraints.join("\n- "))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{render_reanchor, ReanchorFacts};
+
+    /// The lines of a section, between its heading and the next blank line.
+    fn section<'t>(text: &'t str, heading: &str) -> Vec<&'t str> {
+        let start = text.find(&format!("{heading}:\n")).expect(heading) + heading.len() + 2;
+        text[start..].lines().take_while(|l| !l.is_empty()).collect()
+    }
+
+    #[test]
+    fn entries_are_escaped_and_cut_and_only_the_first_are_shown() {
+        let wide = "é".repeat(150); // 300 bytes, 150 characters: shown whole
+        let changed = vec![
+            "src/a\u{202e}b.rs".to_string(),
+            "a".repeat(200),
+            "b".repeat(201),
+            wide.clone(),
+            format!("{}\u{1b}", "c".repeat(199)),
+            "hidden\u{1b}.rs".to_string(),
+        ];
+        let f = ReanchorFacts { changed_files: changed, ..ReanchorFacts::default() };
+        let text = render_reanchor(&f, false, 5, 100_000);
+        let want = [
+            "- src/a\\u{202e}b.rs".to_string(),
+            format!("- {}", "a".repeat(200)),
+            format!("- {}…", "b".repeat(200)),
+            format!("- {wide}"),
+            format!("- {}\\…", "c".repeat(199)),
+            "- (+1 more)".to_string(),
+        ];
+        assert_eq!(section(&text, "Changed files (most recent first)"), want);
+    }
 }
