@@ -23,9 +23,9 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         let i = match &r.kind {
             crate::transcript::RecordKind::Item(i) => *i,
             crate::transcript::RecordKind::Event(e) if crate::transcript::Event::FilesChanged.is(&e.name) => {
-                let paths: Vec<&str> = e.paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
-                recent.touch(&paths);
-                changed.touch(&paths);
+                let paths = || e.paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref()));
+                recent.touch(paths());
+                changed.touch(paths());
                 continue;
             }
             _ => continue,
@@ -48,10 +48,10 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                 args.patch_headers(&mut headers);
                 paths.extend(headers.into_iter().map(Cow::Owned));
             }
-            let paths: Vec<&str> = paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref())).collect();
-            recent.touch(&paths);
+            let paths = || paths.iter().map(|p| normalise(p, cfg.workspace.root.as_deref()));
+            recent.touch(paths());
             if writes && !failed.contains(&(i, call.id.as_ref())) {
-                changed.touch(&paths);
+                changed.touch(paths());
             }
             if let Some(cmd) = command {
                 if let Some(v) = cfg.verification.iter().find(|v| starts_with_word(&cmd, v)) {
@@ -173,14 +173,14 @@ struct Recency {
 }
 
 impl Recency {
-    fn touch<P: AsRef<str>>(&mut self, paths: &[P]) {
+    fn touch<'p>(&mut self, paths: impl Iterator<Item = &'p str>) {
         for p in paths {
             self.clock += 1;
             // A path seen before (most are) is looked up, not copied again.
-            match self.last_seen.get_mut(p.as_ref()) {
+            match self.last_seen.get_mut(p) {
                 Some(seen) => *seen = self.clock,
                 None => {
-                    self.last_seen.insert(p.as_ref().to_string(), self.clock);
+                    self.last_seen.insert(p.to_string(), self.clock);
                 }
             }
         }
@@ -210,19 +210,20 @@ fn command_text(raw: &Value) -> Option<String> {
         }
         _ => return None,
     };
-    Some(unwrap_shell(joined.trim()))
+    Some(unwrap_shell(joined.trim()).to_string())
 }
 
-fn unwrap_shell(cmd: &str) -> String {
+/// The command a shell is asked to run (`bash -lc '…'` and the like), or `cmd` itself.
+fn unwrap_shell(cmd: &str) -> &str {
     for prefix in ["bash -lc ", "bash -c ", "sh -c ", "sh -lc ", "zsh -lc ", "zsh -c "] {
         if let Some(rest) = cmd.strip_prefix(prefix) {
             let rest = rest.trim();
             let unquoted =
                 ['"', '\''].iter().find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q))).unwrap_or(rest);
-            return unquoted.trim().to_string();
+            return unquoted.trim();
         }
     }
-    cmd.to_string()
+    cmd
 }
 
 /// `cargo test --release` starts with `cargo test` at a word boundary; `cargo tests` does not.
@@ -335,17 +336,26 @@ impl<'c> Args<'c> {
         keys.iter().filter_map(|k| self.str(k)).filter(|p| !p.is_empty()).collect()
     }
 
-    /// The command of a shell call (see [`shell_command`]).
-    fn shell_command(&self) -> Option<String> {
+    /// The command of a shell call (see [`shell_command`]): borrowed from the arguments
+    /// when it holds no escape, the decoded text itself when it is the command whole.
+    fn shell_command(&self) -> Option<Cow<'c, str>> {
         match self {
             Args::Members { .. } => {
                 let raw = self.raw("command").or_else(|| self.raw("cmd"))?;
                 match raw.starts_with('"').then(|| crate::text::unescape_literal(raw)).flatten() {
-                    Some(text) => Some(unwrap_shell(text.trim())),
-                    None => command_text(&serde_json::from_str(raw).unwrap_or(Value::Null)),
+                    Some(Cow::Borrowed(text)) => Some(Cow::Borrowed(unwrap_shell(text.trim()))),
+                    Some(Cow::Owned(text)) => {
+                        let command = unwrap_shell(text.trim());
+                        Some(if command.len() == text.len() {
+                            Cow::Owned(text)
+                        } else {
+                            Cow::Owned(command.to_string())
+                        })
+                    }
+                    None => command_text(&serde_json::from_str(raw).unwrap_or(Value::Null)).map(Cow::Owned),
                 }
             }
-            Args::Whole(v) => shell_command(v),
+            Args::Whole(v) => shell_command(v).map(Cow::Owned),
         }
     }
 }
@@ -458,7 +468,7 @@ mod tests {
                 _ => Vec::new(),
             };
             prop_assert_eq!(args.key_paths(&keys), want_paths, "{}", raw);
-            prop_assert_eq!(args.shell_command(), shell_command(&v), "{}", raw);
+            prop_assert_eq!(args.shell_command().map(Cow::into_owned), shell_command(&v), "{}", raw);
             prop_assert_eq!(args.str("command").map(Cow::into_owned), v.get("command").and_then(Value::as_str).map(str::to_string));
             let mut headers = (Vec::new(), Vec::new());
             args.patch_headers(&mut headers.0);
