@@ -142,9 +142,11 @@ dataset_bench() {
   mrow "bare serde_json IgnoredAny parse" ds_bare "1.00" ""
   floors ds
   own ds "read of each row" view1
-  mrow "dataset mode, every line compacts" ds_most "$(ratio "${MED[ds_most]}" "${MED[ds_bare]}")" "<= 1.0"
-  vs_floors ds ds_most "<= 1.0 (2-thread SIMD)"
-  mrow "dataset mode, no line compacts" ds_none "$(ratio "${MED[ds_none]}" "${MED[ds_bare]}")" "<= 1.0"
+  # The target column is SPEC 10's (against the one-thread serde floor); #39's SIMD
+  # targets are on the line of ratios to every floor.
+  mrow "dataset mode, every line compacts" ds_most "$(ratio "${MED[ds_most]}" "${MED[ds_bare]}")" "<= 1.5"
+  vs_floors ds ds_most "#39: <= 1.0 simd2"
+  mrow "dataset mode, no line compacts" ds_none "$(ratio "${MED[ds_none]}" "${MED[ds_bare]}")" "<= 1.5"
   vs_floors ds ds_none ""
   mrow "python json.loads + json.dumps (vs compacting)" ds_py "$(ratio "${MED[ds_py]}" "${MED[ds_most]}")" ">= 3"
   if [ -n "$have_lc" ]; then
@@ -259,8 +261,9 @@ rss_ds10=$(peak_kb "$BIN" run "$ds10" --max-total-tokens 3000)
 
 echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in $many; medians of $ROUNDS interleaved rounds${BEFORE:+, each right after jq}; $(nproc) cores"
 header
-mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")" "<= 0.4"
-vs_floors c run "<= 0.4 serde1, <= 1.0 SIMD"
+# Targets: SPEC 10's in the column; #39's against the SIMD floors on the ratios' line.
+mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")" "<= 1.5"
+vs_floors c run "#39: <= 0.4 serde1, <= 1.0 simd2"
 mrow "bare serde_json IgnoredAny parse" bare "1.00" ""
 floors c
 own c
