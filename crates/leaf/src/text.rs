@@ -109,94 +109,42 @@ impl<'o> Previewer<'o> {
     /// escape a parser refuses (before the cut).
     fn feed<const JSON: bool>(&mut self, s: &str) -> Option<bool> {
         let b = s.as_bytes();
-        let plain = |c: u8| c.is_ascii_graphic() && !(JSON && c == b'\\');
         let mut i = 0;
-        // The 64 bytes from `window.at` sorted once (text that is indented, or has line
-        // ends, runs through them without stopping at each); kept while `i` is in them.
+        // The 64 bytes from `window.at` (fewer at the end) sorted once: runs of words go
+        // through indentation and line ends without stopping at each; kept while `i` is
+        // in them.
         let mut window: Option<Window> = None;
         while i < b.len() {
-            if window.is_none_or(|w| i >= w.at + w.known) {
-                window = b.get(i..i + 64).map(|bytes| Window::of::<JSON>(bytes, i));
+            let sorted = match window {
+                Some(win) if i < win.at + win.known => win,
+                _ => *window.insert(Window::of::<JSON>(&b[i..b.len().min(i + 64)], i)),
+            };
+            let (used, open) = self.runs(s, &sorted, i);
+            if !open {
+                return Some(false);
             }
-            if let Some(w) = window {
-                let (used, open) = self.runs(s, &w, i);
-                if !open {
-                    return Some(false);
-                }
-                if used > 0 {
-                    i += used;
-                    continue;
-                }
-            }
-            if !plain(b[i]) {
-                // ASCII whitespace (indentation, line ends) only marks a space to come.
-                if matches!(b[i], b' ' | b'\t'..=b'\r') {
-                    self.space = self.count > 0;
-                    i += 1;
-                    while b.get(i).is_some_and(|c| matches!(c, b' ' | b'\t'..=b'\r')) {
-                        i += 1;
-                    }
-                    continue;
-                }
-                let (c, len) = if JSON && b[i] == b'\\' {
-                    // Line ends and tabs, the commonest escapes, only mark a space to come.
-                    if matches!(b.get(i + 1), Some(b'n' | b't' | b'r')) {
-                        self.space = self.count > 0;
-                        i += 2;
-                        continue;
-                    }
-                    escape_at(s, i)?
-                } else {
-                    let c = s[i..].chars().next().expect("i is on a character boundary");
-                    (c, c.len_utf8())
-                };
-                i += len;
-                if !self.char(c) {
-                    return Some(false);
-                }
+            if used > 0 {
+                i += used;
                 continue;
             }
-            // The common case: printable ASCII with single spaces between words is
-            // already folded, and is copied as it is (a run never ends on a space).
-            // Never further than the cut: one byte past it is enough to know it is cut.
-            let room = self.max - self.count + usize::from(self.space);
-            let seg = &b[i..(i + room + 2).min(b.len())];
-            // Sixteen bytes at a time while they are folded, eight at a time, then a
-            // byte (or a space and the byte after it) where they are not, and again.
-            let mut run = 0;
-            loop {
-                while let Some(chunk) = seg.get(run..run + 16) {
-                    let n = folded_prefix::<JSON>(chunk);
-                    run += n;
-                    if n < 16 {
-                        break;
-                    }
+            // What the window does not take, one at a time: a wider character, a
+            // control, an escape (after two backslashes in a row, `\n` too).
+            let (c, len) = if JSON && b[i] == b'\\' {
+                // Line ends and tabs, the commonest escapes, only mark a space to come.
+                if matches!(b.get(i + 1), Some(b'n' | b't' | b'r')) {
+                    self.space = self.count > 0;
+                    i += 2;
+                    continue;
                 }
-                while let Some(w) = seg.get(run..run + 8) {
-                    if !is_folded_word::<JSON>(u64::from_le_bytes(w.try_into().expect("eight bytes"))) {
-                        break;
-                    }
-                    run += 8;
-                }
-                match seg.get(run) {
-                    Some(&c) if plain(c) => run += 1,
-                    Some(b' ') if seg.get(run + 1).is_some_and(|&c| plain(c)) => run += 2,
-                    _ => break,
-                }
+                escape_at(s, i)?
+            } else {
+                let c = s[i..].chars().next().expect("i is on a character boundary");
+                (c, c.len_utf8())
+            };
+            i += len;
+            if !self.char(c) {
+                return Some(false);
             }
-            if self.space {
-                self.space = false;
-                if !self.push(' ') {
-                    return Some(false);
-                }
-            }
-            let take = run.min(self.max - self.count);
-            self.out.push_str(&s[i..i + take]);
-            self.count += take;
-            if take < run {
-                return Some(self.cut());
-            }
-            i += run;
         }
         Some(true)
     }
@@ -273,7 +221,7 @@ struct Window {
     at: usize,
     /// How many of the bytes are sorted: in a literal, those before the first two
     /// backslashes in a row (which of them starts an escape, and so what the bytes
-    /// after them are, is known only from the left); 64 elsewhere.
+    /// after them are, is known only from the left); all 64 elsewhere.
     known: usize,
     plain: u64,
     space: u64,
@@ -283,8 +231,16 @@ struct Window {
 }
 
 impl Window {
+    /// The window of `bytes` (at most 64; fewer at the end of a text, the rest stops).
     fn of<const JSON: bool>(bytes: &[u8], at: usize) -> Window {
-        let bytes: &[u8; 64] = bytes.try_into().expect("64 bytes");
+        let mut padded = [0u8; 64];
+        let bytes = if let Ok(whole) = bytes.try_into() {
+            whole
+        } else {
+            // A NUL is a control character: the runs stop there.
+            padded[..bytes.len()].copy_from_slice(bytes);
+            &padded
+        };
         let [graphic, blank, slash, ntr, spaces] = classes(bytes);
         let mut plain = graphic;
         let mut space = blank;
@@ -351,62 +307,6 @@ fn classes(bytes: &[u8; 64]) -> [u64; 5] {
         }
     }
     out
-}
-
-/// How many of sixteen bytes (after a printable one) are already folded text: printable
-/// ASCII, and spaces each followed by a printable byte (a space at the end is not
-/// counted: what follows it is not known here).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn folded_prefix<const JSON: bool>(chunk: &[u8]) -> usize {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
-    assert!(chunk.len() >= 16);
-    // SAFETY: SSE2 is part of the x86-64 baseline, and `chunk` has 16 readable bytes
-    // (the load needs no alignment).
-    let (printable, space) = unsafe {
-        let v = _mm_loadu_si128(chunk.as_ptr().cast());
-        // Signed: 0x21..=0x7f are above a space, bytes from 0x80 up are negative.
-        let above = _mm_movemask_epi8(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x20))).cast_unsigned();
-        let del = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))).cast_unsigned();
-        let space = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x20))).cast_unsigned();
-        // In a JSON literal's body a backslash starts an escape: it ends the run.
-        let slash = if JSON { _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x5c))).cast_unsigned() } else { 0 };
-        (above & !del & !slash, space)
-    };
-    let stops = !(printable | space & (printable >> 1)) & 0xffff;
-    (stops | 1 << 16).trailing_zeros() as usize
-}
-
-/// [`folded_prefix`] elsewhere, a byte at a time.
-#[cfg(not(target_arch = "x86_64"))]
-fn folded_prefix<const JSON: bool>(chunk: &[u8]) -> usize {
-    let printable = |c: Option<&u8>| c.is_some_and(|&c| c.is_ascii_graphic() && !(JSON && c == b'\\'));
-    (0..16)
-        .find(|&k| !printable(chunk.get(k)) && !(chunk[k] == b' ' && k < 15 && printable(chunk.get(k + 1))))
-        .unwrap_or(16)
-}
-
-/// Whether eight bytes (after a printable one) are already folded text: printable
-/// ASCII and single spaces, the last byte not a space.
-#[allow(clippy::many_single_char_names)]
-fn is_folded_word<const JSON: bool>(w: u64) -> bool {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    // Some byte below a space, or from DEL up (each test exact for "some byte").
-    let below = w.wrapping_sub(LOW * 0x20) & !w & HIGH;
-    let above = (((w & SEVEN) + LOW) | w) & HIGH;
-    // The spaces, exactly: the high bit of each byte that is 0x20.
-    let t = w ^ (LOW * 0x20);
-    let spaces = !(((t & SEVEN) + SEVEN) | t) & HIGH;
-    // In a JSON literal's body, a backslash (it starts an escape).
-    let slash = if JSON {
-        let b = w ^ (LOW * 0x5c);
-        b.wrapping_sub(LOW) & !b & HIGH
-    } else {
-        0
-    };
-    below | above | slash == 0 && spaces & (spaces << 8) == 0 && spaces >> 63 == 0
 }
 
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
@@ -695,34 +595,6 @@ mod tests {
         }
     }
 
-    /// Calls `check` with every byte at every place of `N` bytes of `x`, after a
-    /// printable byte or a space.
-    fn each_byte_beside<const N: usize>(mut check: impl FnMut([u8; N])) {
-        for at in 0..N {
-            for b in 0..=255u8 {
-                for fill in [b'a', b' '] {
-                    let mut w = [b'x'; N];
-                    w[at] = b;
-                    if at > 0 {
-                        w[at - 1] = fill;
-                    }
-                    check(w);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn folded_words_are_found_exactly() {
-        each_byte_beside(|w: [u8; 8]| {
-            let want = w.iter().all(|c| (0x20..0x7f).contains(c)) && !w.windows(2).any(|p| p == b"  ") && w[7] != b' ';
-            assert_eq!(super::is_folded_word::<false>(u64::from_le_bytes(w)), want, "{w:?}");
-            // In a JSON literal's body a backslash is never folded text.
-            let want = want && !w.contains(&b'\\');
-            assert_eq!(super::is_folded_word::<true>(u64::from_le_bytes(w)), want, "{w:?} (JSON)");
-        });
-    }
-
     #[test]
     fn a_preview_is_appended_and_a_refused_literal_leaves_the_buffer_as_it_was() {
         let mut out = String::from("- a: ");
@@ -735,18 +607,42 @@ mod tests {
         assert_eq!(out, "- a: x y zlon…");
     }
 
+    /// Every byte value at every place of a window (after a printable byte or a space,
+    /// and at the end of a short text), sorted as the byte-at-a-time path would take it.
     #[test]
-    fn folded_prefixes_are_measured_exactly() {
-        each_byte_beside(|w: [u8; 16]| {
-            let folded =
-                |k: usize| (0x21..0x7f).contains(&w[k]) || (w[k] == b' ' && k < 15 && (0x21..0x7f).contains(&w[k + 1]));
-            let want = (0..16).find(|&k| !folded(k)).unwrap_or(16);
-            assert_eq!(super::folded_prefix::<false>(&w), want, "{w:?}");
-            // In a JSON literal's body a backslash ends the run (a space before one too).
-            let json = |k: usize| folded(k) && w[k] != b'\\' && !(w[k] == b' ' && w[k + 1] == b'\\');
-            let want = (0..16).find(|&k| !json(k)).unwrap_or(16);
-            assert_eq!(super::folded_prefix::<true>(&w), want, "{w:?} (JSON)");
-        });
+    fn a_window_sorts_every_byte_as_the_preview_takes_it() {
+        let graphic = |c: u8| (0x21..0x7f).contains(&c);
+        for len in [64, 40, 1] {
+            for at in 0..len {
+                for c in 0..=255u8 {
+                    for fill in [b'a', b' '] {
+                        let mut w = vec![b'x'; len];
+                        w[at] = c;
+                        if at > 0 {
+                            w[at - 1] = fill;
+                        }
+                        let bit = |m: u64| (m >> at) & 1 == 1;
+                        let text = super::Window::of::<false>(&w, 0);
+                        // A space between two printable bytes is copied with them.
+                        let single = c == b' ' && at > 0 && fill != b' ' && at + 1 < len;
+                        let blank = matches!(c, b' ' | b'\t'..=b'\r');
+                        assert_eq!(bit(text.plain), graphic(c) || single, "{w:?} at {at}");
+                        assert_eq!(bit(text.space), blank && !single, "{w:?} at {at}");
+                        assert_eq!(bit(text.stop), !graphic(c) && !blank, "{w:?} at {at}");
+                        assert!(len == 64 || text.stop >> len == u64::MAX >> len, "past the end stops");
+                        // In a literal a backslash is no printable byte: it starts an
+                        // escape (here of the byte after it, `x`, which stops).
+                        let json = super::Window::of::<true>(&w, 0);
+                        assert_eq!(bit(json.plain), (graphic(c) && c != b'\\') || single, "{w:?} at {at} (JSON)");
+                        assert_eq!(bit(json.stop), bit(text.stop) || c == b'\\', "{w:?} at {at} (JSON)");
+                    }
+                }
+            }
+        }
+        // `\n`, `\t` and `\r` fold as whitespace, both bytes; the sorting ends before two
+        // backslashes in a row.
+        let w = super::Window::of::<true>(br"a\nb\qc\\nd", 0);
+        assert_eq!((w.space & 0b110, w.stop & 0b11_0000, w.known), (0b110, 0b1_0000, 7));
     }
 
     #[test]
