@@ -102,7 +102,7 @@ fn reserve_projected<'a>(
     let calls = chunk.items.iter().map(|i| i.calls().len()).sum::<usize>();
     if let Some(more) = room(t.call_owner.len(), t.call_owner.capacity(), calls) {
         let items = &t.items;
-        t.call_owner.reserve(more, |&(j, c)| id_hash(&items[j].calls()[c].id));
+        t.call_owner.reserve(more, |&at| id_hash(call_id(items, at)));
     }
 }
 
@@ -340,8 +340,14 @@ fn json_error(e: serde_json::Error, text: &str, file: &Path, line: usize, unterm
 pub fn link_results(t: &mut Transcript<'_>) {
     // Sized once: a table grown by doubling leaves the memory of every smaller one behind.
     let items = &t.items;
-    t.call_owner.reserve(items.iter().map(|i| i.calls().len()).sum(), |&(j, c)| id_hash(&items[j].calls()[c].id));
+    t.call_owner.reserve(items.iter().map(|i| i.calls().len()).sum(), |&at| id_hash(call_id(items, at)));
     link_from(t, 0);
+}
+
+/// The id of call `c` of item `j`: what an entry `(j, c)` of [`Transcript::call_owner`]
+/// stands for.
+fn call_id<'t>(items: &'t [Item<'_>], (j, c): (usize, usize)) -> &'t str {
+    &items[j].calls()[c].id
 }
 
 /// Links the items from `first` on, those before already linked.
@@ -349,9 +355,9 @@ fn link_from(t: &mut Transcript<'_>, first: usize) {
     let Transcript { items, call_owner, orphan_results, .. } = t;
     for i in first..items.len() {
         for (k, call) in items[i].calls().iter().enumerate() {
-            let same = |&(j, c): &(usize, usize)| items[j].calls()[c].id == call.id;
             // A later call with the same id takes its place, as in a map.
-            match call_owner.entry(id_hash(&call.id), same, |&(j, c)| id_hash(&items[j].calls()[c].id)) {
+            let same = |&at: &(usize, usize)| call_id(items, at) == call.id;
+            match call_owner.entry(id_hash(&call.id), same, |&at| id_hash(call_id(items, at))) {
                 Entry::Occupied(mut owner) => *owner.get_mut() = (i, k),
                 Entry::Vacant(slot) => {
                     slot.insert((i, k));
@@ -360,7 +366,7 @@ fn link_from(t: &mut Transcript<'_>, first: usize) {
         }
         let owner = items[i]
             .result_call_id()
-            .map(|cid| call_owner.find(id_hash(cid), |&(j, c)| items[j].calls()[c].id == cid).map(|&(j, _)| j));
+            .map(|cid| call_owner.find(id_hash(cid), |&at| call_id(items, at) == cid).map(|&(j, _)| j));
         match owner {
             Some(Some(o)) => items[i].call_item = Some(o),
             Some(None) => orphan_results.push(i),
