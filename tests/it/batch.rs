@@ -314,7 +314,7 @@ fn a_large_transcript_is_compacted_the_same_whatever_jobs() {
             let (one, two) = (std::fs::read(outs[0].join(f)).unwrap(), std::fs::read(outs[1].join(f)).unwrap());
             assert!(one == two, "{f} differs between --jobs 1 and --jobs 2");
         }
-        // The facts saw the edits, the summary the newest removed items.
+        // The facts saw the edits.
         let reanchor = std::fs::read_to_string(outs[0].join(format!("large-{k}/reanchor.md"))).unwrap();
         assert!(reanchor.contains("src/m"), "{reanchor}");
     }
