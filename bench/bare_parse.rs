@@ -22,7 +22,8 @@
 //! `--whole` it is read whole first, and the read and the parse are timed apart (the
 //! parse alone, for the notes). Lines are found with `memchr`, as the tool finds them.
 //! Built by bench/run.sh: `cargo build --release --features bench-floors --example
-//! bare_parse`.
+//! bare_parse` twice, as the tool is built (for the serde floor and the tool's own
+//! reads) and with `-C target-cpu=native` (for the SIMD parsers).
 
 use serde::de::IgnoredAny;
 use std::process::ExitCode;
