@@ -310,41 +310,65 @@ fn classes(bytes: &[u8; 64]) -> [u64; 5] {
 }
 
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` escapes it
-/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`); the runs with nothing
-/// to escape are found sixteen bytes at a time and copied whole.
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`): sixteen bytes at a time,
+/// each block's specials escaped from its mask and the runs between them copied whole.
 pub fn push_json_str(out: &mut String, s: &str) {
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
     out.push('"');
-    let mut start = 0;
-    loop {
-        let i = find_special(b, start);
-        out.push_str(&s[start..i]);
-        let Some(&c) = b.get(i) else { break };
-        push_escape(out, c);
-        start = i + 1;
+    let (mut done, mut i) = (0, 0);
+    let mut escape = |out: &mut String, at: usize| {
+        out.push_str(&s[done..at]);
+        push_escape(out, b[at]);
+        done = at + 1;
+    };
+    while let Some(mut mask) = special_mask(b, i) {
+        while mask != 0 {
+            escape(out, i + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+        i += 16;
     }
+    for (at, &c) in b.iter().enumerate().skip(i) {
+        if is_special(c) {
+            escape(out, at);
+        }
+    }
+    out.push_str(&s[done..]);
     out.push('"');
+}
+
+/// Whether a JSON string literal cannot hold byte `c` as it is (a quote, a backslash, a
+/// control character).
+#[inline]
+fn is_special(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
 }
 
 /// The escape `serde_json` writes for a byte a string literal cannot hold as it is (a
 /// quote, a backslash, a control character): `\"`, `\\`, `\b \f \n \r \t`, other
-/// controls as `\u00xx`.
+/// controls as `\u00xx`. The letter comes from a table (a `match` is an indirect jump,
+/// mispredicted as often as the bytes change).
 pub fn push_escape(out: &mut String, c: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    match c {
-        b'"' => out.push_str("\\\""),
-        b'\\' => out.push_str("\\\\"),
-        b'\n' => out.push_str("\\n"),
-        b'\r' => out.push_str("\\r"),
-        b'\t' => out.push_str("\\t"),
-        0x08 => out.push_str("\\b"),
-        0x0c => out.push_str("\\f"),
-        _ => {
-            out.push_str("\\u00");
+    const LETTER: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let pairs = [(b'"', b'"'), (b'\\', b'\\'), (8, b'b'), (12, b'f'), (b'\n', b'n'), (b'\r', b'r'), (b'\t', b't')];
+        let mut k = 0;
+        while k < pairs.len() {
+            t[pairs[k].0 as usize] = pairs[k].1;
+            k += 1;
+        }
+        t
+    };
+    out.push('\\');
+    match LETTER[usize::from(c)] {
+        0 => {
+            out.push_str("u00");
             out.push(char::from(HEX[usize::from(c >> 4)]));
             out.push(char::from(HEX[usize::from(c & 0xf)]));
         }
+        letter => out.push(char::from(letter)),
     }
 }
 
@@ -373,21 +397,88 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let body = raw.strip_prefix('"')?.strip_suffix('"')?;
     let b = body.as_bytes();
     let Some(first) = memchr::memchr(b'\\', b) else { return Some(Cow::Borrowed(body)) };
+    // Never longer than the literal: an escape takes more bytes than what it stands for.
     let mut out = String::with_capacity(body.len());
-    out.push_str(&body[..first]);
-    let mut i = first;
-    while i < b.len() {
-        let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
-            out.push_str(&body[i..]);
-            break;
-        };
-        out.push_str(&body[i..i + k]);
-        i += k;
-        let (c, len) = escape_at(body, i)?;
-        out.push(c);
-        i += len;
+    // Written up to `done`; the backslash at `at` starts the next escape. Backslashes
+    // are found sixteen bytes at a time (escapes come every few bytes in the arguments
+    // of a call, where a call of `memchr` for each costs more than the search).
+    let (mut done, mut at) = (0, first);
+    loop {
+        out.push_str(&body[done..at]);
+        match UNESCAPED[usize::from(*b.get(at + 1)?)] {
+            0 => {
+                let (c, n) = escape_at(body, at)?;
+                out.push(c);
+                done = at + n;
+            }
+            c => {
+                out.push(char::from(c));
+                done = at + 2;
+            }
+        }
+        match find_byte(b, done, b'\\') {
+            Some(k) => at = k,
+            None => break,
+        }
     }
+    out.push_str(&body[done..]);
     Some(Cow::Owned(out))
+}
+
+/// The byte a one-letter escape stands for, by its letter (`n`: a line feed); 0 for a
+/// letter that is none (`u`, or not an escape).
+const UNESCAPED: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let pairs = [
+        (b'"', b'"'),
+        (b'\\', b'\\'),
+        (b'/', b'/'),
+        (b'b', 8),
+        (b'f', 12),
+        (b'n', b'\n'),
+        (b'r', b'\r'),
+        (b't', b'\t'),
+    ];
+    let mut k = 0;
+    while k < pairs.len() {
+        t[pairs[k].0 as usize] = pairs[k].1;
+        k += 1;
+    }
+    t
+};
+
+/// The index of the first `byte` in `b` from `i` on, sixteen bytes at a time.
+fn find_byte(b: &[u8], mut i: usize, byte: u8) -> Option<usize> {
+    while let Some(mask) = byte_mask(b, i, byte) {
+        if mask != 0 {
+            return Some(i + mask.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
+    b.get(i..)?.iter().position(|&c| c == byte).map(|k| i + k)
+}
+
+/// Which of the sixteen bytes from `i` on are `byte`, one bit each, the first byte
+/// lowest; `None` when fewer than sixteen bytes are left.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn byte_mask(b: &[u8], i: usize, byte: u8) -> Option<u32> {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    let chunk = b.get(i..i.checked_add(16)?)?;
+    // SAFETY: SSE2 is part of the x86-64 baseline, and `chunk` is 16 readable bytes (the
+    // load needs no alignment).
+    let mask = unsafe {
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(chunk.as_ptr().cast()), _mm_set1_epi8(byte.cast_signed())))
+    };
+    Some(mask.cast_unsigned())
+}
+
+/// [`byte_mask`] elsewhere, a byte at a time.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn byte_mask(b: &[u8], i: usize, byte: u8) -> Option<u32> {
+    let chunk = b.get(i..i.checked_add(16)?)?;
+    Some(chunk.iter().enumerate().fold(0, |m, (k, &c)| m | u32::from(c == byte) << k))
 }
 
 /// The index of the first byte from `i` on that a JSON string literal cannot hold as
@@ -400,9 +491,7 @@ pub fn find_special(b: &[u8], mut i: usize) -> usize {
         }
         i += 16;
     }
-    b.get(i..)
-        .and_then(|rest| rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20))
-        .map_or(b.len(), |k| i + k)
+    b.get(i..).and_then(|rest| rest.iter().position(|&c| is_special(c))).map_or(b.len(), |k| i + k)
 }
 
 /// Which of the sixteen bytes from `i` on a JSON string literal cannot hold as they are
