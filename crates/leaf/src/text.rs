@@ -351,16 +351,8 @@ fn is_special(c: u8) -> bool {
 /// mispredicted as often as the bytes change).
 pub fn push_escape(out: &mut String, c: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    const LETTER: [u8; 256] = {
-        let mut t = [0u8; 256];
-        let pairs = [(b'"', b'"'), (b'\\', b'\\'), (8, b'b'), (12, b'f'), (b'\n', b'n'), (b'\r', b'r'), (b'\t', b't')];
-        let mut k = 0;
-        while k < pairs.len() {
-            t[pairs[k].0 as usize] = pairs[k].1;
-            k += 1;
-        }
-        t
-    };
+    const LETTER: [u8; 256] =
+        byte_table(&[(b'"', b'"'), (b'\\', b'\\'), (8, b'b'), (12, b'f'), (b'\n', b'n'), (b'\r', b'r'), (b'\t', b't')]);
     out.push('\\');
     match LETTER[usize::from(c)] {
         0 => {
@@ -427,25 +419,27 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
 
 /// The byte a one-letter escape stands for, by its letter (`n`: a line feed); 0 for a
 /// letter that is none (`u`, or not an escape).
-const UNESCAPED: [u8; 256] = {
+const UNESCAPED: [u8; 256] = byte_table(&[
+    (b'"', b'"'),
+    (b'\\', b'\\'),
+    (b'/', b'/'),
+    (b'b', 8),
+    (b'f', 12),
+    (b'n', b'\n'),
+    (b'r', b'\r'),
+    (b't', b'\t'),
+]);
+
+/// A table of every byte value: each pair's first byte gives its second, any other 0.
+const fn byte_table(pairs: &[(u8, u8)]) -> [u8; 256] {
     let mut t = [0u8; 256];
-    let pairs = [
-        (b'"', b'"'),
-        (b'\\', b'\\'),
-        (b'/', b'/'),
-        (b'b', 8),
-        (b'f', 12),
-        (b'n', b'\n'),
-        (b'r', b'\r'),
-        (b't', b'\t'),
-    ];
     let mut k = 0;
     while k < pairs.len() {
         t[pairs[k].0 as usize] = pairs[k].1;
         k += 1;
     }
     t
-};
+}
 
 /// The index of the first `byte` in `b` from `i` on, sixteen bytes at a time.
 fn find_byte(b: &[u8], mut i: usize, byte: u8) -> Option<usize> {
@@ -735,7 +729,7 @@ mod tests {
     }
 
     #[test]
-    fn special_bytes_are_found_wherever_they_are() {
+    fn special_bytes_and_backslashes_are_found_wherever_they_are() {
         // Every byte value at every place of a buffer longer than two SIMD chunks, and
         // searches starting on either side of it.
         for len in [0, 1, 15, 16, 17, 31, 32, 33, 40, 70] {
@@ -747,6 +741,9 @@ mod tests {
                     for from in [0, at, at + 1] {
                         let want = if special && from <= at { at } else { len };
                         assert_eq!(super::find_special(&b, from), want, "len {len}, byte {c} at {at}, from {from}");
+                        // A search for one byte value finds it, and only it.
+                        let want = (c == b'\\' && from <= at).then_some(at);
+                        assert_eq!(super::find_byte(&b, from, b'\\'), want, "len {len}, byte {c} at {at}, from {from}");
                     }
                 }
             }
