@@ -39,15 +39,24 @@ big="$OUT/big-${MB}mb.jsonl"
 BEFORE="jq -c . $big"
 [ "${BENCH_BEFORE:-}" = none ] && BEFORE=""
 
-# measure NAME=COMMAND...: interleaved rounds; sets MED[name], MIN, MAX, SYS.
-declare -A MED MIN MAX SYS
+# measure NAME=COMMAND...: interleaved rounds; sets MED[name], MIN, MAX, SYS, and
+# SAMP[name] (the rounds' times in order, comma-separated).
+declare -A MED MIN MAX SYS SAMP
 measure() {
   local line name
   while IFS= read -r line; do
     name=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["name"])' "$line")
-    read -r MED[$name] MIN[$name] MAX[$name] SYS[$name] < <(python3 -c \
-      'import json,sys; d=json.loads(sys.argv[1]); print(d["median"], d["min"], d["max"], d["sys"])' "$line")
+    read -r MED[$name] MIN[$name] MAX[$name] SYS[$name] SAMP[$name] < <(python3 -c \
+      'import json,sys; d=json.loads(sys.argv[1]); print(d["median"], d["min"], d["max"], d["sys"], ",".join(map(str, d["samples"])))' "$line")
   done < <(python3 bench/measure.py --rounds "$ROUNDS" --before "$BEFORE" "$@")
+}
+# round_ratios A B: A's time over B's in each round (the two measured in one call, so
+# each pair ran minutes apart at most): their median and min-max. A slow spell of the
+# machine falls on both of a pair, so this spread says how sure a ratio of medians is.
+round_ratios() {
+  python3 -c 'import statistics,sys
+r=[a/b for a,b in zip(map(float,sys.argv[1].split(",")),map(float,sys.argv[2].split(",")))]
+print(f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})")' "${SAMP[$1]}" "${SAMP[$2]}"
 }
 row() { printf '%-46s %9s %13s %7s %8s %8s\n' "$1" "$2" "$3" "$4" "$5" "$6"; }
 secs() { printf '%.3f' "$1"; }
@@ -152,6 +161,7 @@ dataset_bench() {
   # The target column is SPEC 10's (against the one-thread serde floor); #39's SIMD
   # targets are on the line of ratios to every floor.
   mrow "dataset mode, every line compacts" ds_most "$(ratio "${MED[ds_most]}" "${MED[ds_bare]}")" "<= 1.5"
+  echo "    ds_most / serde1, round by round: $(round_ratios ds_most ds_bare); / serde1-cpu: $(round_ratios ds_most ds_baren)"
   vs_floors ds ds_most "#39: <= 1.0 simd2"
   mrow "dataset mode, no line compacts" ds_none "$(ratio "${MED[ds_none]}" "${MED[ds_bare]}")" "<= 1.5"
   vs_floors ds ds_none ""
@@ -270,6 +280,7 @@ echo "input: $(( size / 1000000 )) MB, $(wc -l < "$big") lines; $FILES files in 
 header
 # Targets: SPEC 10's in the column; #39's against the SIMD floors on the ratios' line.
 mrow "run ($MB MB, fallback applied)" run "$(ratio "${MED[run]}" "${MED[bare]}")" "<= 1.5"
+echo "    run / serde1, round by round: $(round_ratios run bare)"
 vs_floors c run "#39: <= 0.4 serde1, <= 1.0 simd2"
 mrow "bare serde_json IgnoredAny parse" bare "1.00" ""
 floors c
