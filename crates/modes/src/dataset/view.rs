@@ -47,18 +47,40 @@ pub fn read(line: &str, line_no: usize) -> Option<(Transcript<'_>, Spans)> {
 }
 
 /// `m<k>` / `t<k>`, the ids and turns the canonical path gives a line's messages: the
-/// first few thousand made once for the process (no allocation per message).
+/// first few thousand made once for the process (no allocation per message), written
+/// one after the other into one text per prefix without `fmt` (made with `format!`,
+/// they were half the instructions of a one-line run).
 fn label(prefix: char, k: usize) -> Cow<'static, str> {
     const CACHED: usize = 4096;
-    static LABELS: std::sync::OnceLock<[Vec<String>; 2]> = std::sync::OnceLock::new();
+    /// The labels of each prefix, one after the other, and where each ends (the same
+    /// for both: only the prefix differs).
+    struct Labels {
+        m: String,
+        t: String,
+        ends: Vec<usize>,
+    }
+    static LABELS: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
     let labels = LABELS.get_or_init(|| {
-        let make = |p: char| (0..CACHED).map(|k| format!("{p}{k}")).collect();
-        [make('m'), make('t')]
+        let mut digits = itoa::Buffer::new();
+        let (mut m, mut t, mut ends) = (String::new(), String::new(), Vec::with_capacity(CACHED));
+        for k in 0..CACHED {
+            let d = digits.format(k);
+            m.push('m');
+            m.push_str(d);
+            t.push('t');
+            t.push_str(d);
+            ends.push(m.len());
+        }
+        Labels { m, t, ends }
     });
-    match (prefix, labels) {
-        ('m', [m, _]) if k < CACHED => Cow::Borrowed(m[k].as_str()),
-        ('t', [_, t]) if k < CACHED => Cow::Borrowed(t[k].as_str()),
-        _ => Cow::Owned(format!("{prefix}{k}")),
+    let text = match prefix {
+        'm' => &labels.m,
+        't' => &labels.t,
+        _ => return Cow::Owned(format!("{prefix}{k}")),
+    };
+    match labels.ends.get(k) {
+        Some(&end) => Cow::Borrowed(&text[k.checked_sub(1).map_or(0, |j| labels.ends[j])..end]),
+        None => Cow::Owned(format!("{prefix}{k}")),
     }
 }
 
@@ -274,6 +296,16 @@ mod tests {
             prop_assert_eq!(measured(&serde_json::to_string(&s).unwrap()), Some(n));
             prop_assert_eq!(measured(&crate::text::ascii_literal(&s)), Some(n));
         }
+    }
+
+    /// The labels are the canonical path's ids and turns, inside the cache and past it.
+    #[test]
+    fn labels_are_the_prefix_and_the_number() {
+        for k in (0..4200).chain([9999, 123_456]) {
+            assert_eq!(super::label('m', k), format!("m{k}"));
+            assert_eq!(super::label('t', k), format!("t{k}"));
+        }
+        assert!(matches!(super::label('m', 4095), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]
