@@ -405,7 +405,13 @@ impl Opened {
 
     /// The whole input as a buffered stream: the head, then the rest.
     pub fn into_reader(self) -> impl BufRead + Send {
-        io::BufReader::with_capacity(1 << 20, io::Cursor::new(self.head).chain(self.rest))
+        io::BufReader::with_capacity(1 << 20, self.into_stream())
+    }
+
+    /// The whole input unbuffered, for a reader that reads large blocks itself (a
+    /// buffer between would be zeroed and copied through for nothing).
+    pub fn into_stream(self) -> impl Read + Send {
+        io::Cursor::new(self.head).chain(self.rest)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::inputs::Input;
 use crate::output::OutDir;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 /// What a stream did, line by line.
@@ -116,7 +116,7 @@ pub fn stream_input(
 ) -> Result<bool> {
     let opened = input.open()?;
     let size = opened.size();
-    let reader = opened.into_reader();
+    let reader = opened.into_stream();
     let Some(out) = out_dir else {
         let streamed = stream(reader, w, &input.path, settings, threads, size, observer, counts)
             .and_then(|()| w.flush().map_err(Stop::Write));
@@ -193,7 +193,7 @@ impl Block {
 /// the order read. The lines written are added to `counts` as they are written.
 #[allow(clippy::too_many_arguments)]
 pub fn stream(
-    reader: impl BufRead + Send + 'static,
+    reader: impl Read + Send + 'static,
     w: &mut dyn Write,
     file: &Path,
     settings: &Settings,
@@ -208,7 +208,7 @@ pub fn stream(
 /// [`stream`] in blocks of `block` bytes (the tests cut a small input in many).
 #[allow(clippy::too_many_arguments)]
 fn stream_blocks(
-    reader: impl BufRead + Send + 'static,
+    reader: impl Read + Send + 'static,
     w: &mut dyn Write,
     file: &Path,
     settings: &Settings,
