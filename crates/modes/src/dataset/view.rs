@@ -62,7 +62,9 @@ fn label(prefix: char, k: usize) -> Cow<'static, str> {
     static LABELS: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
     let labels = LABELS.get_or_init(|| {
         let mut digits = itoa::Buffer::new();
-        let (mut m, mut t, mut ends) = (String::new(), String::new(), Vec::with_capacity(CACHED));
+        // Five bytes each at most (`m4095`).
+        let (mut m, mut t, mut ends) =
+            (String::with_capacity(5 * CACHED), String::with_capacity(5 * CACHED), Vec::with_capacity(CACHED));
         for k in 0..CACHED {
             let d = digits.format(k);
             m.push('m');
