@@ -51,7 +51,7 @@ measure() {
   done < <(python3 bench/measure.py --rounds "$ROUNDS" --before "$BEFORE" "$@")
 }
 # round_ratios A B: A's time over B's in each round (the two measured in one call, so
-# each pair ran minutes apart at most): their median and min-max. A slow spell of the
+# each pair ran within a minute or so): their median and min-max. A slow spell of the
 # machine falls on both of a pair, so this spread says how sure a ratio of medians is.
 round_ratios() {
   python3 -c 'import statistics,sys
