@@ -122,22 +122,11 @@ fn compact_value(s: &mut Scan<'_>, out: &mut String, depth: usize) -> Option<()>
     Some(())
 }
 
-/// Whether an escape's letter is one of those that stand for one byte. A bit test, not
-/// a `match` (which compiles to a jump table: an indirect jump at every escape of every
-/// string, mispredicted as often as the letters change).
+/// Whether an escape's letter is one of those that stand for one byte (from the table
+/// of what each stands for).
 #[inline]
 fn is_one_letter_escape(c: Option<&u8>) -> bool {
-    const LETTERS: u128 = {
-        let mut bits = 0u128;
-        let letters = *b"\"\\/bfnrt";
-        let mut k = 0;
-        while k < letters.len() {
-            bits |= 1 << letters[k];
-            k += 1;
-        }
-        bits
-    };
-    c.is_some_and(|&c| c < 128 && LETTERS >> c & 1 == 1)
+    c.is_some_and(|&c| crate::text::UNESCAPED[usize::from(c)] != 0)
 }
 
 pub struct Scan<'a> {

@@ -397,17 +397,9 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let (mut done, mut at) = (0, first);
     loop {
         out.push_str(&body[done..at]);
-        match UNESCAPED[usize::from(*b.get(at + 1)?)] {
-            0 => {
-                let (c, n) = escape_at(body, at)?;
-                out.push(c);
-                done = at + n;
-            }
-            c => {
-                out.push(char::from(c));
-                done = at + 2;
-            }
-        }
+        let (c, n) = escape_at(body, at)?;
+        out.push(c);
+        done = at + n;
         match find_byte(b, done, b'\\') {
             Some(k) => at = k,
             None => break,
@@ -418,8 +410,10 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
 }
 
 /// The byte a one-letter escape stands for, by its letter (`n`: a line feed); 0 for a
-/// letter that is none (`u`, or not an escape).
-const UNESCAPED: [u8; 256] = byte_table(&[
+/// letter that is none (`u`, or not an escape). A table, not a `match` (which compiles
+/// to a jump table: an indirect jump at every escape, mispredicted as often as the
+/// letters change); the scanner reads it too.
+pub(crate) const UNESCAPED: [u8; 256] = byte_table(&[
     (b'"', b'"'),
     (b'\\', b'\\'),
     (b'/', b'/'),
@@ -539,32 +533,24 @@ pub fn escape_at(body: &str, i: usize) -> Option<(char, usize)> {
     let hex = |at: usize| -> Option<u32> {
         b.get(at..at + 4)?.iter().try_fold(0, |n, &c| Some(n << 4 | char::from(c).to_digit(16)?))
     };
-    let c = match *b.get(i + 1)? {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
-        b'u' => {
-            let cp = hex(i + 2)?;
-            return match cp {
-                0xD800..=0xDBFF => {
-                    let low = (b.get(i + 6..i + 8) == Some(b"\\u")).then(|| hex(i + 8)).flatten()?;
-                    if !(0xDC00..=0xDFFF).contains(&low) {
-                        return None;
-                    }
-                    Some((char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?, 12))
-                }
-                0xDC00..=0xDFFF => None,
-                _ => Some((char::from_u32(cp)?, 6)),
-            };
+    let letter = *b.get(i + 1)?;
+    match UNESCAPED[usize::from(letter)] {
+        0 if letter == b'u' => {}
+        0 => return None,
+        c => return Some((char::from(c), 2)),
+    }
+    let cp = hex(i + 2)?;
+    match cp {
+        0xD800..=0xDBFF => {
+            let low = (b.get(i + 6..i + 8) == Some(b"\\u")).then(|| hex(i + 8)).flatten()?;
+            if !(0xDC00..=0xDFFF).contains(&low) {
+                return None;
+            }
+            Some((char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?, 12))
         }
-        _ => return None,
-    };
-    Some((c, 2))
+        0xDC00..=0xDFFF => None,
+        _ => Some((char::from_u32(cp)?, 6)),
+    }
 }
 
 /// `s` as a JSON literal with every character outside printable ASCII as `\uXXXX`
