@@ -189,6 +189,7 @@ impl<'a> Scan<'a> {
 
     /// [`Scan::string`] with `mask32` giving the special bytes of the 32 bytes at an
     /// index (inlined into each caller, so that it is compiled as that caller is).
+    #[allow(clippy::inline_always)] // compiled as the caller is only where it is inlined
     #[inline(always)]
     fn string_with(&mut self, mask32: impl Fn(&[u8], usize) -> Option<u32>) -> Option<Lit> {
         if self.peek()? != b'"' {

@@ -377,6 +377,7 @@ fn push_json_str_avx2(out: &mut String, s: &str) {
 /// [`push_json_str`] with `mask` giving the special bytes of the `WIDE` bytes at an
 /// index, then sixteen at a time and one at a time (inlined into each caller, so that
 /// it is compiled as that caller is).
+#[allow(clippy::inline_always)] // compiled as the caller is only where it is inlined
 #[inline(always)]
 fn push_json_str_with<const WIDE: usize>(out: &mut String, s: &str, mask: impl Fn(&[u8], usize) -> Option<u32>) {
     let b = s.as_bytes();
@@ -594,7 +595,7 @@ pub fn special_mask32(b: &[u8], i: usize) -> Option<u32> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-pub fn special_mask32_avx2(b: &[u8], i: usize) -> Option<u32> {
+pub(crate) fn special_mask32_avx2(b: &[u8], i: usize) -> Option<u32> {
     use std::arch::x86_64::{
         _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
     };
