@@ -618,3 +618,53 @@ fn a_failing_hook_stops_a_dataset_run() {
     assert!(!err.contains("rows.jsonl:1:"), "the failure is not a bad row: {err}");
     assert!(!err.contains(" 1 bad") && !err.contains(" 2 bad"), "{err}");
 }
+
+/// Strings are scanned, escaped and previewed in AVX2 blocks where the CPU has it and
+/// sixteen bytes at a time otherwise (`RIVUMI_SIMD=sse2`): the same outputs either way,
+/// for a dataset with long, escape-dense strings (file contents written by a call, text
+/// with every kind of special byte) and for every canonical case. (A line the scanner
+/// misreads is mostly handed to the parser, with the same output: the scanner's masks are
+/// checked against each other in `rivumi-leaf`'s tests.)
+#[test]
+fn both_ways_of_finding_special_bytes_give_the_same_outputs() {
+    let code = "fn main() {\n\tlet s = \"a\\\\b\";\u{1}\r\n    println!(\"{s} → é\");\n}\n".repeat(40);
+    let args = serde_json::json!({"path": "src/main.rs", "content": code}).to_string();
+    let row = |k: usize| {
+        serde_json::json!({"messages": [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": format!("Write it, step {k}.\n{code}")},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("c{k}"), "type": "function", "function": {"name": "write_file", "arguments": args}}]},
+            {"role": "tool", "tool_call_id": format!("c{k}"), "content": format!("wrote {}\n\"ok\"\t{code}", k)},
+            {"role": "assistant", "content": format!("Done {k}: {code}")},
+        ]})
+        .to_string()
+    };
+    let mut rows: String = (0..6).map(|k| row(k) + "\n").collect();
+    rows.push_str(&std::fs::read_to_string(DATA).unwrap());
+    let (_dir, path) = crate::support::temp_file("rows.jsonl", rows.as_bytes());
+    let mut inputs = vec![(path_str(&path).to_string(), "400")];
+    for case in std::fs::read_dir("testdata/cases").unwrap() {
+        let input = case.unwrap().path().join("input.jsonl");
+        if input.exists() {
+            inputs.push((path_str(&input).to_string(), "2000"));
+        }
+    }
+    assert!(inputs.len() > 40, "the canonical cases are found");
+    for (input, budget) in &inputs {
+        let outs: Vec<_> = [None, Some("sse2")]
+            .into_iter()
+            .map(|simd| {
+                let mut c = cmd();
+                if let Some(v) = simd {
+                    c.env("RIVUMI_SIMD", v);
+                }
+                c.args(["run", input, "--max-total-tokens", budget]).output().unwrap()
+            })
+            .collect();
+        assert!(!outs[0].stdout.is_empty(), "{input}: {}", stderr(&outs[0]));
+        assert_eq!(outs[0].status.code(), outs[1].status.code(), "{input}");
+        assert!(outs[0].stdout == outs[1].stdout, "{input}: the outputs differ");
+        assert_eq!(stderr(&outs[0]), stderr(&outs[1]), "{input}");
+    }
+}
