@@ -85,9 +85,15 @@ pub fn is_unsafe(c: char) -> bool {
         || (c as u32) & 0xfffe == 0xfffe
 }
 
+/// Whether `s` is printable ASCII only (space to `~`): what [`escape`] gives back as it
+/// is without looking at a character, and what a caller may show unescaped.
+pub fn is_printable_ascii(s: &str) -> bool {
+    s.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 /// Escapes unsafe characters `\u{1b}` style; everything else is kept as it is.
 pub fn escape(s: &str) -> String {
-    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) || !s.chars().any(is_unsafe) {
+    if is_printable_ascii(s) || !s.chars().any(is_unsafe) {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);

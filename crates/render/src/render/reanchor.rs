@@ -3,7 +3,7 @@
 
 use super::RatioText;
 use crate::text::cut;
-use crate::ui::escape;
+use crate::ui::{escape, is_printable_ascii};
 use std::borrow::Cow;
 
 /// What the re-anchor block states; gathered by `crate::reanchor::gather`.
@@ -69,7 +69,7 @@ pub fn render_reanchor(f: &ReanchorFacts, conversation: bool, max_entries: usize
 /// An entry as it is shown, escaped and cut, when that differs from the entry (an entry
 /// of printable ASCII within the length is shown as it is).
 fn shown(e: &str) -> Option<String> {
-    let plain = e.len() <= MAX_ENTRY_CHARS && e.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let plain = e.len() <= MAX_ENTRY_CHARS && is_printable_ascii(e);
     (!plain).then(|| cut(&escape(e), MAX_ENTRY_CHARS))
 }
 
