@@ -121,10 +121,5 @@ fn extra_sections() -> String {
     roff.text([roman(
         "0: read every input into memory. Otherwise a regular file of 32 MB or more that run, decide or stats processes is memory-mapped; if another program shrinks it during the run, that input fails (the file changed while it was read), nothing made of it is committed, and a batch goes on.",
     )]);
-    roff.control("TP", []);
-    roff.text([roman("RIVUMI_SIMD")]);
-    roff.text([roman(
-        "sse2: find the bytes of JSON strings 16 at a time, as on a CPU without AVX2 (to compare the two ways; the output is the same). Otherwise AVX2 is used where the CPU has it.",
-    )]);
     roff.render()
 }
