@@ -172,26 +172,6 @@ impl<'a> Scan<'a> {
     /// The string literal here (after whitespace), checked: no raw control character,
     /// every escape one a parser accepts (surrogates in pairs).
     pub fn string(&mut self) -> Option<Lit> {
-        #[cfg(target_arch = "x86_64")]
-        if crate::text::has_avx2() {
-            // SAFETY: the CPU has AVX2.
-            return unsafe { self.string_avx2() };
-        }
-        self.string_with(special_mask32)
-    }
-
-    /// [`Scan::string`] compiled for AVX2, its blocks found one AVX2 load at a time.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn string_avx2(&mut self) -> Option<Lit> {
-        self.string_with(|b, i| crate::text::special_mask32_avx2(b, i))
-    }
-
-    /// [`Scan::string`] with `mask32` giving the special bytes of the 32 bytes at an
-    /// index (inlined into each caller, so that it is compiled as that caller is).
-    #[allow(clippy::inline_always)] // compiled as the caller is only where it is inlined
-    #[inline(always)]
-    fn string_with(&mut self, mask32: impl Fn(&[u8], usize) -> Option<u32>) -> Option<Lit> {
         if self.peek()? != b'"' {
             return None;
         }
@@ -199,7 +179,7 @@ impl<'a> Scan<'a> {
         let (mut i, mut removed, mut escaped) = (start + 1, 0, false);
         // Thirty-two bytes at a time, every special byte of a block seen from its mask:
         // one-letter escapes (most are) do not end the block.
-        'blocks: while let Some(mut mask) = mask32(self.b, i) {
+        'blocks: while let Some(mut mask) = special_mask32(self.b, i) {
             let mut next = i + 32;
             while mask != 0 {
                 let k = mask.trailing_zeros() as usize;
@@ -494,15 +474,12 @@ mod tests {
         /// The scanner ends a string where a parser does, refuses what a parser refuses,
         /// and measures what it decodes to.
         #[test]
-        fn a_string_is_read_as_a_parser_reads_it(body in body(), pad in 0usize..40, avx2 in any::<bool>()) {
+        fn a_string_is_read_as_a_parser_reads_it(body in body(), pad in 0usize..40) {
             let lit = format!("{}\"{body}\"", " ".repeat(pad));
             let mut s = super::Scan::new(&lit);
             let mut parser = serde_json::Deserializer::from_str(&lit).into_iter::<String>();
             let parsed = parser.next();
-            // Either way of finding the special bytes: two SSE2 blocks, or one AVX2 block
-            // where the CPU has it.
-            let read = if avx2 { s.string() } else { s.string_with(super::special_mask32) };
-            if let Some(l) = read {
+            if let Some(l) = s.string() {
                 let Some(Ok(decoded)) = parsed else {
                     return Err(TestCaseError::fail(format!("{lit:?} was read, a parser says {parsed:?}")));
                 };

@@ -260,54 +260,8 @@ impl Window {
 
 /// The bytes of 64 that are printable ASCII (`!` to `~`), ASCII whitespace (space, tab
 /// to carriage return), backslashes, the letters `n`, `t` and `r`, spaces: a bit each.
-/// In two AVX2 blocks where the CPU has it (a call per window: it does not inline), in
-/// four SSE2 ones otherwise.
 #[cfg(target_arch = "x86_64")]
 fn classes(bytes: &[u8; 64]) -> [u64; 5] {
-    if has_avx2() {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { classes_avx2(bytes) };
-    }
-    classes_sse2(bytes)
-}
-
-/// [`classes`] in two AVX2 blocks of 32 bytes.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn classes_avx2(bytes: &[u8; 64]) -> [u64; 5] {
-    use std::arch::x86_64::{
-        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8,
-    };
-    let mut out = [0u64; 5];
-    for (k, chunk) in bytes.chunks_exact(32).enumerate() {
-        // SAFETY: `chunk` has 32 readable bytes (the load needs no alignment).
-        let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
-        let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c.cast_signed()));
-        let bits = |m: __m256i| u64::from(_mm256_movemask_epi8(m).cast_unsigned());
-        // Signed, as in `classes_sse2` (AVX2 has no "less than": the operands swap).
-        let graphic = _mm256_and_si256(
-            _mm256_cmpgt_epi8(v, _mm256_set1_epi8(0x20)),
-            _mm256_cmpgt_epi8(_mm256_set1_epi8(0x7f), v),
-        );
-        let controls = _mm256_and_si256(
-            _mm256_cmpgt_epi8(v, _mm256_set1_epi8(0x08)),
-            _mm256_cmpgt_epi8(_mm256_set1_epi8(0x0e), v),
-        );
-        let spaces = eq(b' ');
-        let blank = _mm256_or_si256(spaces, controls);
-        let ntr = _mm256_or_si256(_mm256_or_si256(eq(b'n'), eq(b't')), eq(b'r'));
-        let masks = [bits(graphic), bits(blank), bits(eq(b'\\')), bits(ntr), bits(spaces)];
-        for (o, m) in out.iter_mut().zip(masks) {
-            *o |= m << (32 * k);
-        }
-    }
-    out
-}
-
-/// [`classes`] in four SSE2 blocks of 16 bytes (the x86-64 baseline).
-#[cfg(target_arch = "x86_64")]
-fn classes_sse2(bytes: &[u8; 64]) -> [u64; 5] {
     use std::arch::x86_64::{
         __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
         _mm_or_si128, _mm_set1_epi8,
@@ -359,27 +313,6 @@ fn classes(bytes: &[u8; 64]) -> [u64; 5] {
 /// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`): sixteen bytes at a time,
 /// each block's specials escaped from its mask and the runs between them copied whole.
 pub fn push_json_str(out: &mut String, s: &str) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { push_json_str_avx2(out, s) };
-    }
-    push_json_str_with::<16>(out, s, special_mask);
-}
-
-/// [`push_json_str`] compiled for AVX2, thirty-two bytes at a time.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn push_json_str_avx2(out: &mut String, s: &str) {
-    push_json_str_with::<32>(out, s, |b, i| special_mask32_avx2(b, i));
-}
-
-/// [`push_json_str`] with `mask` giving the special bytes of the `WIDE` bytes at an
-/// index, then sixteen at a time and one at a time (inlined into each caller, so that
-/// it is compiled as that caller is).
-#[allow(clippy::inline_always)] // compiled as the caller is only where it is inlined
-#[inline(always)]
-fn push_json_str_with<const WIDE: usize>(out: &mut String, s: &str, mask: impl Fn(&[u8], usize) -> Option<u32>) {
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
     out.push('"');
@@ -389,17 +322,10 @@ fn push_json_str_with<const WIDE: usize>(out: &mut String, s: &str, mask: impl F
         push_escape(out, b[at]);
         done = at + 1;
     };
-    while let Some(mut bits) = mask(b, i) {
-        while bits != 0 {
-            escape(out, i + bits.trailing_zeros() as usize);
-            bits &= bits - 1;
-        }
-        i += WIDE;
-    }
-    while let Some(mut bits) = special_mask(b, i) {
-        while bits != 0 {
-            escape(out, i + bits.trailing_zeros() as usize);
-            bits &= bits - 1;
+    while let Some(mut mask) = special_mask(b, i) {
+        while mask != 0 {
+            escape(out, i + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
         }
         i += 16;
     }
@@ -590,39 +516,6 @@ pub fn special_mask32(b: &[u8], i: usize) -> Option<u32> {
     Some(lo | hi << 16)
 }
 
-/// [`special_mask32`] in one AVX2 block (half the instructions of two SSE2 ones); for
-/// code compiled with AVX2 enabled on a CPU that has it ([`has_avx2`]).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-pub(crate) fn special_mask32_avx2(b: &[u8], i: usize) -> Option<u32> {
-    use std::arch::x86_64::{
-        _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
-    };
-    let chunk = b.get(i..i.checked_add(32)?)?;
-    // SAFETY: `chunk` is 32 readable bytes (the load needs no alignment).
-    let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
-    let (quote, backslash, control) =
-        (_mm256_set1_epi8(b'"' as i8), _mm256_set1_epi8(b'\\' as i8), _mm256_set1_epi8(0x1f));
-    // A byte is a control character when max(byte, 0x1f) is 0x1f (unsigned).
-    let hits = _mm256_or_si256(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
-        _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control),
-    );
-    Some(_mm256_movemask_epi8(hits).cast_unsigned())
-}
-
-/// Whether this CPU has AVX2 (asked once; `RIVUMI_SIMD=sse2` says no, to compare the
-/// two ways or to test the other one).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub fn has_avx2() -> bool {
-    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX2.get_or_init(|| {
-        std::env::var_os("RIVUMI_SIMD").is_none_or(|v| v != "sse2") && std::is_x86_feature_detected!("avx2")
-    })
-}
-
 /// [`special_mask`] elsewhere, a byte at a time.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
@@ -692,14 +585,9 @@ mod tests {
     proptest! {
         #[test]
         fn json_strings_are_escaped_as_serde_json_escapes_them(s in "[a-z \"\\\\/\n\t\r\u{0}-\u{1f}\u{7f}é€🙂]{0,70}") {
-            let want = serde_json::to_string(&s).unwrap();
             let mut out = String::new();
             super::push_json_str(&mut out, &s);
-            prop_assert_eq!(&out, &want);
-            // Sixteen bytes at a time, as where the CPU has no AVX2.
-            out.clear();
-            super::push_json_str_with::<16>(&mut out, &s, super::special_mask);
-            prop_assert_eq!(out, want);
+            prop_assert_eq!(out, serde_json::to_string(&s).unwrap());
         }
 
         #[test]
@@ -826,28 +714,6 @@ mod tests {
         assert_eq!((w.space & 0b110, w.stop & 0b11_0000, w.known), (0b110, 0b1_0000, 7));
     }
 
-    /// The byte classes of a preview's window, in AVX2 blocks as in SSE2 ones: every
-    /// byte value at every place of a window of two other bytes.
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn byte_classes_are_the_same_either_way() {
-        if !std::is_x86_feature_detected!("avx2") {
-            eprintln!("skipped: this CPU has no AVX2");
-            return;
-        }
-        for fill in [b'a', b' ', b'\\'] {
-            for at in 0..64 {
-                for c in 0..=255u8 {
-                    let mut b = [fill; 64];
-                    b[at] = c;
-                    // SAFETY: the CPU has AVX2.
-                    let wide = unsafe { super::classes_avx2(&b) };
-                    assert_eq!(wide, super::classes_sse2(&b), "byte {c} at {at} among {fill}");
-                }
-            }
-        }
-    }
-
     #[test]
     fn special_bytes_and_backslashes_are_found_wherever_they_are() {
         // Every byte value at every place of a buffer longer than two SIMD chunks, and
@@ -864,22 +730,6 @@ mod tests {
                         // A search for one byte value finds it, and only it.
                         let want = (c == b'\\' && from <= at).then_some(at);
                         assert_eq!(super::find_byte(&b, from, b'\\'), want, "len {len}, byte {c} at {at}, from {from}");
-                        // The 32 bytes from `from`: the bit of the byte at `at` when it is
-                        // special, in one AVX2 block as in two SSE2 ones.
-                        let want = (from + 32 <= len).then(|| {
-                            if special && (from..from + 32).contains(&at) {
-                                1 << (at - from)
-                            } else {
-                                0
-                            }
-                        });
-                        assert_eq!(super::special_mask32(&b, from), want, "len {len}, byte {c} at {at}, from {from}");
-                        #[cfg(target_arch = "x86_64")]
-                        if std::is_x86_feature_detected!("avx2") {
-                            // SAFETY: the CPU has AVX2.
-                            let wide = unsafe { super::special_mask32_avx2(&b, from) };
-                            assert_eq!(wide, want, "AVX2: len {len}, byte {c} at {at}, from {from}");
-                        }
                     }
                 }
             }
