@@ -15,7 +15,7 @@
 //! - `view`: the tool's dataset read of each line (scanner, import rules, transcript):
 //!   what `run` does to a row before it decides anything.
 //!
-//! The file is read in pieces of 4 MiB into a buffer used again, as the tool reads a
+//! The file is read in pieces of 1 MiB into a buffer used again, as the tool reads a
 //! dataset (a floor that read it whole into fresh memory would pay for faulting in the
 //! size of the file, which the tool does not). With `--threads N` it is cut at line ends
 //! into N ranges of about equal bytes, each read and parsed on its own thread. With
@@ -86,7 +86,7 @@ fn parse_whole(parser: Parser, threads: usize, path: &str) -> Vec<Result<usize, 
     counted
 }
 
-/// The file read as the tool reads a dataset: in pieces of 4 MiB into a buffer used
+/// The file read as the tool reads a dataset: in pieces of 1 MiB into a buffer used
 /// again (no fresh memory the size of the file to fault in), each piece's whole lines
 /// parsed. With `threads`, the file is cut at line ends into that many ranges of about
 /// equal bytes, each read and parsed on its own thread.
@@ -136,7 +136,7 @@ fn bounds(path: &str, threads: usize) -> std::io::Result<Vec<u64>> {
 /// Reads bytes `from..to` of the file in pieces and parses their lines: how many.
 fn read_range(parser: Parser, path: &str, from: u64, to: u64) -> std::io::Result<Result<usize, String>> {
     use std::io::{Read, Seek, SeekFrom};
-    const PIECE: usize = 4 << 20;
+    const PIECE: usize = 1 << 20;
     let mut f = std::fs::File::open(path)?;
     f.seek(SeekFrom::Start(from))?;
     let mut f = f.take(to - from);
