@@ -4,7 +4,7 @@
 //! nesting). It never decides that a line is bad: wherever it is unsure it says `None`,
 //! and the line goes to `serde_json`, which accepts it or words the error.
 
-use crate::text::{escape_at, find_byte, find_special, special_mask32};
+use crate::text::{escape_at, find_special, special_mask32};
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -50,23 +50,14 @@ pub fn compact(text: &str) -> Option<String> {
 /// runs without escapes copied, each escape written as it writes that character
 /// ([`crate::text::push_escape`] for what must stay escaped, anything else itself).
 fn push_literal(out: &mut String, lit: &str) -> Option<()> {
-    let b = lit.as_bytes();
-    // The first backslash by `memchr` (most literals have none), the next ones sixteen
-    // bytes at a time (in a file's content they come every few bytes).
-    let mut next = memchr::memchr(b'\\', b);
-    let mut start = 0;
-    while let Some(i) = next {
-        out.push_str(&lit[start..i]);
-        let (c, n) = escape_at(lit, i)?;
-        match u8::try_from(c) {
-            Ok(b) if b < b' ' || b == b'"' || b == b'\\' => crate::text::push_escape(out, b),
-            _ => out.push(c),
-        }
-        start = i + n;
-        next = find_byte(b, start, b'\\');
-    }
-    out.push_str(&lit[start..]);
-    Some(())
+    let Some(first) = memchr::memchr(b'\\', lit.as_bytes()) else {
+        out.push_str(lit);
+        return Some(());
+    };
+    crate::text::push_unescaped(out, lit, first, |out, c| match u8::try_from(c) {
+        Ok(b) if b < b' ' || b == b'"' || b == b'\\' => crate::text::push_escape(out, b),
+        _ => out.push(c),
+    })
 }
 
 fn compact_value(s: &mut Scan<'_>, out: &mut String, depth: usize) -> Option<()> {

@@ -391,22 +391,36 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let Some(first) = memchr::memchr(b'\\', b) else { return Some(Cow::Borrowed(body)) };
     // Never longer than the literal: an escape takes more bytes than what it stands for.
     let mut out = String::with_capacity(body.len());
-    // Written up to `done`; the backslash at `at` starts the next escape. Backslashes
-    // are found sixteen bytes at a time (escapes come every few bytes in the arguments
-    // of a call, where a call of `memchr` for each costs more than the search).
+    push_unescaped(&mut out, body, first, String::push)?;
+    Some(Cow::Owned(out))
+}
+
+/// Appends checked JSON string text (a literal's body, or the literal with its quotes)
+/// whose first backslash is at `first`: the runs between escapes copied, each escape
+/// handed to `put` as the character it stands for; `None` at an escape a parser refuses.
+/// Backslashes after the first are found sixteen bytes at a time (escapes come every few
+/// bytes in the arguments of a call, where a call of `memchr` for each costs more than
+/// the search).
+pub(crate) fn push_unescaped(
+    out: &mut String,
+    text: &str,
+    first: usize,
+    mut put: impl FnMut(&mut String, char),
+) -> Option<()> {
+    // Written up to `done`; the backslash at `at` starts the next escape.
     let (mut done, mut at) = (0, first);
     loop {
-        out.push_str(&body[done..at]);
-        let (c, n) = escape_at(body, at)?;
-        out.push(c);
+        out.push_str(&text[done..at]);
+        let (c, n) = escape_at(text, at)?;
+        put(out, c);
         done = at + n;
-        match find_byte(b, done, b'\\') {
+        match find_byte(text.as_bytes(), done, b'\\') {
             Some(k) => at = k,
             None => break,
         }
     }
-    out.push_str(&body[done..]);
-    Some(Cow::Owned(out))
+    out.push_str(&text[done..]);
+    Some(())
 }
 
 /// The byte a one-letter escape stands for, by its letter (`n`: a line feed); 0 for a
@@ -436,7 +450,7 @@ const fn byte_table(pairs: &[(u8, u8)]) -> [u8; 256] {
 }
 
 /// The index of the first `byte` in `b` from `i` on, sixteen bytes at a time.
-pub(crate) fn find_byte(b: &[u8], mut i: usize, byte: u8) -> Option<usize> {
+fn find_byte(b: &[u8], mut i: usize, byte: u8) -> Option<usize> {
     while let Some(mask) = byte_mask(b, i, byte) {
         if mask != 0 {
             return Some(i + mask.trailing_zeros() as usize);
