@@ -15,9 +15,9 @@
 //! - `view`: the tool's dataset read of each line (scanner, import rules, transcript):
 //!   what `run` does to a row before it decides anything.
 //!
-//! The file is read in pieces of 1 MiB into a buffer used again, as the tool reads a
-//! dataset (a floor that read it whole into fresh memory would pay for faulting in the
-//! size of the file, which the tool does not). With `--threads N` it is cut at line ends
+//! The file is read in pieces of the tool's block size (1 MiB) into a buffer used again,
+//! as the tool reads a dataset (a floor that read it whole into fresh memory would pay
+//! for faulting in the size of the file, which the tool does not). With `--threads N` it is cut at line ends
 //! into N ranges of about equal bytes, each read and parsed on its own thread. With
 //! `--whole` it is read whole first, and the read and the parse are timed apart (the
 //! parse alone, for the notes). Lines are found with `memchr`, as the tool finds them.
@@ -86,8 +86,8 @@ fn parse_whole(parser: Parser, threads: usize, path: &str) -> Vec<Result<usize, 
     counted
 }
 
-/// The file read as the tool reads a dataset: in pieces of 1 MiB into a buffer used
-/// again (no fresh memory the size of the file to fault in), each piece's whole lines
+/// The file read as the tool reads a dataset: in pieces of its block size into a buffer
+/// used again (no fresh memory the size of the file to fault in), each piece's whole lines
 /// parsed. With `threads`, the file is cut at line ends into that many ranges of about
 /// equal bytes, each read and parsed on its own thread.
 fn parse_pieces(parser: Parser, threads: usize, path: &str) -> Vec<Result<usize, String>> {
@@ -136,11 +136,11 @@ fn bounds(path: &str, threads: usize) -> std::io::Result<Vec<u64>> {
 /// Reads bytes `from..to` of the file in pieces and parses their lines: how many.
 fn read_range(parser: Parser, path: &str, from: u64, to: u64) -> std::io::Result<Result<usize, String>> {
     use std::io::{Read, Seek, SeekFrom};
-    const PIECE: usize = 1 << 20;
     let mut f = std::fs::File::open(path)?;
     f.seek(SeekFrom::Start(from))?;
     let mut f = f.take(to - from);
-    let (mut buf, mut filled, mut n) = (vec![0u8; PIECE], 0, 0);
+    // The tool's own block size, so that the floor reads as it does.
+    let (mut buf, mut filled, mut n) = (vec![0u8; rivumi_compact::dataset::stream::BLOCK], 0, 0);
     loop {
         if filled == buf.len() {
             // A line longer than the buffer: room for more of it.
