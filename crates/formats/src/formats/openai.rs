@@ -103,8 +103,9 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
         if role == Role::User && synthetic.is_none() {
             turn += 1;
         }
-        let mut calls = Vec::new();
-        for c in m.tool_calls.unwrap_or_default() {
+        let listed = m.tool_calls.unwrap_or_default();
+        let mut calls = Vec::with_capacity(listed.len());
+        for c in listed {
             let id = c.id.unwrap_or(Cow::Borrowed(""));
             let name = c.name.unwrap_or(Cow::Borrowed(""));
             names.insert(id.clone(), name.clone());

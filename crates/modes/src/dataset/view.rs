@@ -111,7 +111,10 @@ pub fn extract(line: &str) -> Option<(Line<'_, ChatText<'_>>, Spans)> {
                 s.array(1, |s| {
                     s.peek()?;
                     let from = s.i;
-                    list.push(message(s)?);
+                    // Filled where it stays: a message is a large value, and one made
+                    // apart and then moved into the list was copied twice.
+                    list.push(Message::default());
+                    message(s, list.last_mut().expect("just pushed"))?;
                     spans.push(from..s.i);
                     Some(())
                 })?;
@@ -130,8 +133,8 @@ pub fn extract(line: &str) -> Option<(Line<'_, ChatText<'_>>, Spans)> {
     Some((Line { messages, usage }, spans))
 }
 
-fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a, ChatText<'a>>> {
-    let (mut m, mut seen) = (Message::default(), Seen::default());
+fn message<'a>(s: &mut Scan<'a>, m: &mut Message<'a, ChatText<'a>>) -> Option<()> {
+    let mut seen = Seen::default();
     s.object(2, |s, key| {
         match key {
             "role" => {
@@ -170,8 +173,7 @@ fn message<'a>(s: &mut Scan<'a>) -> Option<Message<'a, ChatText<'a>>> {
             _ => s.skip(3)?,
         }
         Some(())
-    })?;
-    Some(m)
+    })
 }
 
 /// A value the rules read whole (usage, arguments), parsed from its raw JSON.
