@@ -105,6 +105,12 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
         }
         let listed = m.tool_calls.unwrap_or_default();
         let mut calls = Vec::with_capacity(listed.len());
+        if names.capacity() == 0 && !listed.is_empty() {
+            // Sized once at the first call, for about a call per message left (grown by
+            // doubling, every id was hashed again at each size); a line of plain chat
+            // has none.
+            names.reserve(count - k);
+        }
         for c in listed {
             let id = c.id.unwrap_or(Cow::Borrowed(""));
             let name = c.name.unwrap_or(Cow::Borrowed(""));
