@@ -413,15 +413,18 @@ fn compact_file(
     on_bad: &str,
 ) -> PyResult<FileSummary> {
     let bad = self::on_bad(on_bad)?;
-    rivumi_compact::output::check_file_path(&output, "output").map_err(to_py)?;
-    if rivumi_compact::output::same_file(&path, &output) {
-        return Err(PyValueError::new_err(format!(
-            "output {} is the input: an input is never written over",
-            output.display()
-        )));
-    }
-    let (s, input) = file_input(&path, config, profile, input_format, bad)?;
+    // Everything that touches the file system, the opening of the input and the read of
+    // its head included, with the GIL released: an input that is slow to open (a named
+    // pipe that a Python thread feeds, a network file system) does not stop Python.
     py.allow_threads(|| {
+        rivumi_compact::output::check_file_path(&output, "output").map_err(to_py)?;
+        if rivumi_compact::output::same_file(&path, &output) {
+            return Err(PyValueError::new_err(format!(
+                "output {} is the input: an input is never written over",
+                output.display()
+            )));
+        }
+        let (s, input) = file_input(&path, config, profile, input_format, bad)?;
         let mut told = Told { raise: bad == OnBad::Raise, ..Told::default() };
         let mut total = Counts::default();
         let mut failed = None;
@@ -647,6 +650,7 @@ impl FileLines {
 #[pyfunction]
 #[pyo3(signature = (path, config, profile=None, input_format=None, on_bad="keep", binary=false))]
 fn file_lines(
+    py: Python<'_>,
     path: PathBuf,
     config: &str,
     profile: Option<&str>,
@@ -655,7 +659,8 @@ fn file_lines(
     binary: bool,
 ) -> PyResult<FileLines> {
     let mode = self::on_bad(on_bad)?;
-    let (s, input) = file_input(&path, config, profile, input_format, mode)?;
+    // Opened and its head read with the GIL released, as `compact_file` does.
+    let (s, input) = py.allow_threads(|| file_input(&path, config, profile, input_format, mode))?;
     // A few pieces in flight: the engine stays ahead of the reader, memory stays flat.
     let (tx, rx) = sync_channel(4);
     let (spent, spent_rx) = sync_channel(2);

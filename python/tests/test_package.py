@@ -348,3 +348,38 @@ def test_a_line_that_is_not_utf8_comes_back_as_its_bytes(tmp_path):
     assert got[1].encode("utf-8", "surrogateescape") == b'{"messages": "\xff"}\n'
     with pytest.warns(UserWarning):
         assert list(rc.iter_file(src, binary=True))[1] == b'{"messages": "\xff"}\n'
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("call", ["compact_file", "iter_file"])
+def test_the_file_calls_open_their_input_with_the_gil_released(tmp_path, call):
+    """A named pipe fed by a Python thread: the call opens it and reads its head while
+    the thread writes. Were the GIL held meanwhile, the writer could never run and the
+    process would hang: it runs in a child process, stopped after a minute."""
+    lines = rows(60)
+    src = write_dataset(tmp_path / "plain.jsonl", lines)
+    expected = cli("run", src, "--max-total-tokens", "3000").stdout
+    pipe, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    os.mkfifo(pipe)
+    child = f"""
+import sys, threading
+import rivumi_compact as rc
+data = open({src!r}, "rb").read()
+def feed():
+    with open({str(pipe)!r}, "wb") as w:
+        w.write(data)
+writer = threading.Thread(target=feed)
+writer.start()
+if {call!r} == "compact_file":
+    rc.compact_file({str(pipe)!r}, {str(out)!r}, task__max_total_tokens=3000)
+else:
+    with open({str(out)!r}, "wb") as w:
+        w.writelines(rc.iter_file({str(pipe)!r}, binary=True, task__max_total_tokens=3000))
+writer.join()
+"""
+    try:
+        done = subprocess.run([sys.executable, "-c", child], capture_output=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{call} held the GIL while it opened a named pipe that a Python thread feeds: it hung")
+    assert done.returncode == 0, done.stderr.decode()
+    assert out.read_bytes() == expected
