@@ -29,7 +29,7 @@ use serde::de::IgnoredAny;
 use std::process::ExitCode;
 
 // The tool's allocator (src/main.rs), so that the tool's own read of each row is timed as
-// the tool runs it (with glibc's malloc it took a quarter longer); the floors that
+// the tool runs it (with glibc's malloc it took a tenth longer); the floors that
 // allocate (simd-json's buffers, sonic-rs's DOM) get it too.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
