@@ -531,3 +531,66 @@ proptest! {
         prop_assert!(out_lo <= out_hi, "a smaller target ({lo}) gave more ({out_lo}) than {hi} ({out_hi})");
     }
 }
+
+/// Every bundled case and real session as a dataset row (the chat line the tool writes
+/// of it with `--manual`), and the same row with every character past ASCII written as
+/// a `\u` escape: the borrowed view gives what the canonical path gives, on real
+/// arguments, outputs and ids, under budgets from one token to more than the row holds,
+/// on both pressure paths.
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn the_dataset_view_and_the_canonical_path_agree_on_every_bundled_and_real_session() {
+    use crate::support::{root, stderr, stdout};
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root().join("testdata/cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("input.jsonl"))
+        .collect();
+    for sub in std::fs::read_dir(root().join("../shared/realdata")).unwrap().map(|e| e.unwrap().path()) {
+        if sub.is_dir() {
+            files.extend(std::fs::read_dir(sub).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    files.sort();
+    let mut rows = 0;
+    for f in files {
+        let p = f.to_str().unwrap();
+        let args = std::fs::read_to_string(f.with_file_name("args")).unwrap_or_default();
+        let lines: Vec<&str> = args.lines().collect();
+        let format: Vec<&str> =
+            lines.windows(2).find(|w| w[0] == "--input-format").map_or(Vec::new(), <[&str]>::to_vec);
+        let o = crate::support::cmd()
+            .args(["run", p, "--output-format", "openai", "--manual"])
+            .args(&format)
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            // A case whose input is refused on purpose (a bad-input case): not a row.
+            assert!(f.starts_with(root().join("testdata")), "{p}: {}", stderr(&o));
+            continue;
+        }
+        let line = stdout(&o).trim_end().to_string();
+        let mut escaped = String::with_capacity(line.len());
+        for c in line.chars() {
+            if c.is_ascii() {
+                escaped.push(c);
+            } else {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    escaped.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+        }
+        for row in [&line, &escaped] {
+            assert!(rivumi_compact::dataset::reads_through_view(row), "{p}: the view refuses the row the tool wrote");
+            for budget in [1, 300, 3000, 30_000, 3_000_000] {
+                for agent in [true, false] {
+                    same_outcome(row, budget, agent)
+                        .map_err(|e| format!("{p} (budget {budget}, agent {agent}): {e}"))
+                        .unwrap();
+                }
+            }
+            rows += 1;
+        }
+    }
+    assert!(rows >= 20, "only {rows} rows were checked");
+}
