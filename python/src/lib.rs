@@ -3,7 +3,7 @@
 //! (`rivumi_compact/__init__.py`) turns keyword arguments into a configuration and
 //! Python objects into the JSON the engine reads.
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIsADirectoryError, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyString};
@@ -349,6 +349,11 @@ fn file_input(
 ) -> PyResult<(Settings, Input)> {
     let mut s = settings(config, profile, input_format)?;
     s.skip_bad_lines = bad == OnBad::Skip;
+    if path.is_dir() {
+        // What Python's own `open` raises for a folder (the engine words it, as the
+        // command line does; here it is an `OSError`, not a bad value).
+        return Err(PyIsADirectoryError::new_err(format!("{}: cannot read: is a directory", path.display())));
+    }
     let input = Input::file(path.to_path_buf());
     if s.input_format == InputFormat::Auto {
         s.input_format = match input.peek_dataset() {

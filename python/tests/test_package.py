@@ -289,6 +289,11 @@ def test_compact_file_refuses_what_is_not_a_dataset_and_reads_compressed_files(t
         rc.compact_file(CASE, tmp_path / "o.jsonl")
     with pytest.raises(OSError):
         rc.compact_file(tmp_path / "missing.jsonl", tmp_path / "o.jsonl")
+    # A folder is what Python's own open says it is, for both calls.
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        rc.compact_file(tmp_path, tmp_path / "o.jsonl")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        rc.iter_file(tmp_path)
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     with pytest.raises(ValueError, match="not a dataset"):
