@@ -416,12 +416,10 @@ proptest! {
     }
 }
 
-/// The same on every bundled case and real trajectory, forced to inject (a budget of one
-/// token), in canonical JSONL and as a chat line.
-#[test]
-#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
-fn no_injected_message_follows_an_unanswered_call_in_any_bundled_or_real_file() {
-    use crate::support::{root, stderr, stdout};
+/// Every bundled case's input and every real session, in name order, each with the
+/// `--input-format` its case's `args` names (none for the real sessions).
+fn bundled_and_real_inputs() -> Vec<(std::path::PathBuf, Vec<String>)> {
+    use crate::support::root;
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root().join("testdata/cases"))
         .unwrap()
         .map(|e| e.unwrap().path().join("input.jsonl"))
@@ -431,13 +429,29 @@ fn no_injected_message_follows_an_unanswered_call_in_any_bundled_or_real_file() 
             files.extend(std::fs::read_dir(sub).unwrap().map(|e| e.unwrap().path()));
         }
     }
-    for f in files {
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let args = std::fs::read_to_string(f.with_file_name("args")).unwrap_or_default();
+            let lines: Vec<&str> = args.lines().collect();
+            let format = lines
+                .windows(2)
+                .find(|w| w[0] == "--input-format")
+                .map_or(Vec::new(), |w| w.iter().map(|a| (*a).to_string()).collect());
+            (f, format)
+        })
+        .collect()
+}
+
+/// The same on every bundled case and real trajectory, forced to inject (a budget of one
+/// token), in canonical JSONL and as a chat line.
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn no_injected_message_follows_an_unanswered_call_in_any_bundled_or_real_file() {
+    use crate::support::{stderr, stdout};
+    for (f, format) in bundled_and_real_inputs() {
         let p = f.to_str().unwrap();
-        // A case's input format, when its `args` names one.
-        let args = std::fs::read_to_string(f.with_file_name("args")).unwrap_or_default();
-        let lines: Vec<&str> = args.lines().collect();
-        let format: Vec<&str> =
-            lines.windows(2).find(|w| w[0] == "--input-format").map_or(Vec::new(), <[&str]>::to_vec);
         let o = crate::support::cmd()
             .args(["run", p, "--runtime", "agent-runner", "--max-total-tokens", "1"])
             .args(&format)
@@ -541,23 +555,9 @@ proptest! {
 #[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
 fn the_dataset_view_and_the_canonical_path_agree_on_every_bundled_and_real_session() {
     use crate::support::{root, stderr, stdout};
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root().join("testdata/cases"))
-        .unwrap()
-        .map(|e| e.unwrap().path().join("input.jsonl"))
-        .collect();
-    for sub in std::fs::read_dir(root().join("../shared/realdata")).unwrap().map(|e| e.unwrap().path()) {
-        if sub.is_dir() {
-            files.extend(std::fs::read_dir(sub).unwrap().map(|e| e.unwrap().path()));
-        }
-    }
-    files.sort();
     let mut rows = 0;
-    for f in files {
+    for (f, format) in bundled_and_real_inputs() {
         let p = f.to_str().unwrap();
-        let args = std::fs::read_to_string(f.with_file_name("args")).unwrap_or_default();
-        let lines: Vec<&str> = args.lines().collect();
-        let format: Vec<&str> =
-            lines.windows(2).find(|w| w[0] == "--input-format").map_or(Vec::new(), <[&str]>::to_vec);
         let o = crate::support::cmd()
             .args(["run", p, "--output-format", "openai", "--manual"])
             .args(&format)
