@@ -29,6 +29,10 @@ const SOURCE: &str = "<lines>";
 
 fn to_py(e: Error) -> PyErr {
     match e {
+        // A folder is what Python's own `open` says it is.
+        Error::Read { ref source, .. } if source.kind() == io::ErrorKind::IsADirectory => {
+            PyIsADirectoryError::new_err(e.to_string())
+        }
         Error::Read { .. } | Error::Write { .. } => PyOSError::new_err(e.to_string()),
         e => PyValueError::new_err(e.to_string()),
     }
@@ -349,11 +353,6 @@ fn file_input(
 ) -> PyResult<(Settings, Input)> {
     let mut s = settings(config, profile, input_format)?;
     s.skip_bad_lines = bad == OnBad::Skip;
-    if path.is_dir() {
-        // What Python's own `open` raises for a folder (the engine words it, as the
-        // command line does; here it is an `OSError`, not a bad value).
-        return Err(PyIsADirectoryError::new_err(format!("{}: cannot read: is a directory", path.display())));
-    }
     let input = Input::file(path.to_path_buf());
     if s.input_format == InputFormat::Auto {
         s.input_format = match input.peek_dataset() {

@@ -268,7 +268,9 @@ impl Opened {
         let file = std::fs::File::open(path).map_err(cannot)?;
         let meta = file.metadata().map_err(cannot)?;
         if meta.is_dir() {
-            return Err(Error::bad_input(path, "cannot read: is a directory"));
+            // Worded as any file that cannot be read ("cannot read: is a directory"),
+            // with the kind a caller can tell (Python raises `IsADirectoryError`).
+            return Err(Error::read(path, io::ErrorKind::IsADirectory.into()));
         }
         let size = meta.is_file().then_some(meta.len());
         let file = std::sync::Arc::new(file);
