@@ -17,10 +17,11 @@
 //!
 //! The file is read in pieces of the tool's block size (1 MiB) into a buffer used again,
 //! as the tool reads a dataset (a floor that read it whole into fresh memory would pay
-//! for faulting in the size of the file, which the tool does not). With `--threads N` it is cut at line ends
-//! into N ranges of about equal bytes, each read and parsed on its own thread. With
-//! `--whole` it is read whole first, and the read and the parse are timed apart (the
-//! parse alone, for the notes). Lines are found with `memchr`, as the tool finds them.
+//! for faulting in the size of the file, which the tool does not). With `--threads N`
+//! it is cut at line ends into N ranges of about equal bytes, each read and parsed on
+//! its own thread. With `--whole` it is read whole first, and the read and the parse
+//! are timed apart (the parse alone, for the notes). Lines are found with `memchr`, as
+//! the tool finds them.
 //! Built by bench/run.sh: `cargo build --release --features bench-floors --example
 //! bare_parse` twice, as the tool is built (for the serde floor and the tool's own
 //! reads) and with `-C target-cpu=native` (for the SIMD parsers).
@@ -93,8 +94,8 @@ fn parse_whole(parser: Parser, threads: usize, path: &str) -> Vec<Result<usize, 
 }
 
 /// The file read as the tool reads a dataset: in pieces of its block size into a buffer
-/// used again (no fresh memory the size of the file to fault in), each piece's whole lines
-/// parsed. With `threads`, the file is cut at line ends into that many ranges of about
+/// used again (no fresh memory the size of the file to fault in), each piece's whole
+/// lines parsed. With `threads`, the file is cut at line ends into that many ranges of about
 /// equal bytes, each read and parsed on its own thread.
 fn parse_pieces(parser: Parser, threads: usize, path: &str) -> Vec<Result<usize, String>> {
     let bounds = match bounds(path, threads) {

@@ -173,10 +173,10 @@ def compact_file(
     """Compacts a dataset file into ``output``, as ``rivumi-compact run PATH --out
     OUTPUT`` does: Rust reads the file (plain or compressed), compacts it on every core
     and writes it, the GIL released from the opening of the file on; Python never sees a
-    line. The output is written
-    atomically, and not at all when the input fails or a bad line raises. The format is
-    detected from the file's head unless ``input_format`` names it; a file that is not a
-    dataset is refused. ``on_bad`` as in :func:`compact_lines` (``"keep"`` warns).
+    line. The output is written atomically, and not at all when the input fails or a bad
+    line raises. The format is detected from the file's head unless ``input_format``
+    names it; a file that is not a dataset is refused. ``on_bad`` as in
+    :func:`compact_lines` (``"keep"`` warns).
     """
     _check_on_bad(on_bad)
     cfg, profile, input_format = _config(config, keys)
