@@ -47,6 +47,17 @@ fn invalid_utf8_names_the_column() {
     bad(&[OK.as_bytes(), b"\n", &line].concat(), "bad.jsonl:2:69: invalid UTF-8");
 }
 
+/// A whole-file JSON document (OpenHands, SWE-agent, an older Gemini CLI session) is
+/// held to the same rule as a JSONL file: the byte that is not UTF-8 at its line and
+/// column, not only the file's name.
+#[test]
+fn invalid_utf8_in_a_json_document_names_line_and_column() {
+    let doc = |text: &[u8]| [b"{\n  \"trajectory\": [\n    {\"action\": \"", text, b"\"}\n  ]\n}\n"].concat();
+    bad(&doc(b"ls\xFF"), "bad.jsonl:3:19: invalid UTF-8");
+    // Columns count characters: the two bytes of `é` are one.
+    bad(&doc(b"\xC3\xA9\xC3\xA9\xC3("), "bad.jsonl:3:19: invalid UTF-8");
+}
+
 #[test]
 fn record_without_type() {
     bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");

@@ -198,15 +198,21 @@ impl Imported {
     }
 }
 
-/// Parses every non-blank line as a JSON object, with file:line:column errors.
-pub fn json_lines(raw: &[u8], file: &Path) -> Result<Vec<(usize, Value)>> {
-    let text = std::str::from_utf8(raw).map_err(|e| {
+/// The whole input as text; bytes that are not UTF-8 are reported at their line and
+/// column (the column in characters, as every other position).
+fn utf8_text<'a>(raw: &'a [u8], file: &Path) -> Result<&'a str> {
+    std::str::from_utf8(raw).map_err(|e| {
         let line = memchr::memchr_iter(b'\n', &raw[..e.valid_up_to()]).count() + 1;
         let start = raw[..e.valid_up_to()].iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
         let end = memchr::memchr(b'\n', &raw[start..]).map_or(raw.len(), |p| start + p);
         let column = crate::error::utf8(&raw[start..end]).err().unwrap_or(1);
         Error::bad_line(file, line, column, crate::error::NOT_UTF8)
-    })?;
+    })
+}
+
+/// Parses every non-blank line as a JSON object, with file:line:column errors.
+pub fn json_lines(raw: &[u8], file: &Path) -> Result<Vec<(usize, Value)>> {
+    let text = utf8_text(raw, file)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -224,7 +230,7 @@ pub fn json_lines(raw: &[u8], file: &Path) -> Result<Vec<(usize, Value)>> {
 
 /// A whole-file JSON document (SWE-agent, OpenHands), with positions.
 pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
-    let text = std::str::from_utf8(raw).map_err(|_| Error::bad_input(file, crate::error::NOT_UTF8))?;
+    let text = utf8_text(raw, file)?;
     serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text)).map_err(|e| {
         let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
         json_err(&e, line, file, e.line())
