@@ -13,7 +13,7 @@ pub(super) fn config(args: ConfigArgs) -> Result<Exit> {
     let canonical = crate::engine::load(&input, settings.input_format)?;
     let t = canonical.transcript(&input.path)?;
     canonical.accounting_of(&t, &input.path)?;
-    let layered = settings.config_for(t.session.as_ref(), &input.path)?;
+    let layered = settings.config_for(&t, &input.path)?;
     layered.warnings.iter().for_each(|w| ui::warn(w));
     let window_source = window_source(t.session.as_ref(), canonical.format);
     let from = |k: &str, layer: crate::config::Layer| match (&window_source, layer) {

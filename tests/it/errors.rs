@@ -111,12 +111,27 @@ fn negative_usage() {
     bad(b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"assistant\",\"content\":\"x\",\"usage\":{\"input_tokens\":-1}}\n", "bad.jsonl:1:");
 }
 
+/// A session value `run` refuses is named at its line and column, by every command
+/// that reads the configuration, and `validate` reports it as a bad line.
 #[test]
 fn session_value_out_of_range() {
     bad(
         b"{\"type\":\"session\",\"id\":\"s\",\"threshold\":1.5}\n",
-        "session record: `threshold`: threshold 1.5 is outside (0, 1]",
+        "bad.jsonl:1:40: session record: `threshold`: threshold 1.5 is outside (0, 1]",
     );
+    let session = "{\"type\":\"session\",\"id\":\"s\",\"task\": {\"name\": \"é\", \"max_total_tokens\": -5}}";
+    let (_d, path) = temp_file("bad.jsonl", format!("{session}\n{OK}\n").as_bytes());
+    // Column 70 counts `é` as one character (its bytes would make it 71).
+    let said = "bad.jsonl:1:70: session record: `task.max_total_tokens`: expected a positive integer, found -5";
+    for command in ["run", "decide", "stats", "replay", "config"] {
+        let o = run(&[command, path_str(&path)]);
+        assert_eq!(o.status.code(), Some(3), "{command}: {}", stderr(&o));
+        assert!(stderr(&o).contains(said), "{command}: {}", stderr(&o));
+    }
+    let o = run(&["validate", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let said = "bad.jsonl:1: bad_line: column 70: session record: `task.max_total_tokens`: expected a positive integer";
+    assert!(stdout(&o).contains(said), "{}", stdout(&o));
 }
 
 #[test]

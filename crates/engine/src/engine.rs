@@ -150,31 +150,29 @@ impl Settings {
 
     /// The typed configuration for one transcript and the warnings its layers gave; a
     /// transcript without a session record shares one configuration with all others.
-    pub fn config_of(
-        &self,
-        session: Option<&Map<String, Value>>,
-        file: &Path,
-    ) -> Result<(std::sync::Arc<Config>, Vec<String>)> {
-        if session.is_none() {
+    pub fn config_of(&self, t: &Transcript<'_>, file: &Path) -> Result<(std::sync::Arc<Config>, Vec<String>)> {
+        if t.session.is_none() {
             let shared = self.no_session_config.get_or_init(|| {
-                std::sync::Arc::new(self.config_for(None, file).expect("no session layer, no error").config)
+                std::sync::Arc::new(self.config_for(t, file).expect("no session layer, no error").config)
             });
             let warnings = self.no_session.get().map(|l| l.warnings.clone()).unwrap_or_default();
             return Ok((shared.clone(), warnings));
         }
-        let Layered { config, warnings, .. } = self.config_for(session, file)?;
+        let Layered { config, warnings, .. } = self.config_for(t, file)?;
         Ok((std::sync::Arc::new(config), warnings))
     }
 
-    /// The configuration for one transcript: defaults < session < file < flags.
-    pub fn config_for(&self, session: Option<&Map<String, Value>>, file: &Path) -> Result<Layered> {
-        let Some(s) = session else {
+    /// The configuration for one transcript: defaults < session < file < flags. A value
+    /// of its session record that is refused is named at its line and column (an
+    /// importer's session layer holds only values it checked).
+    pub fn config_for(&self, t: &Transcript<'_>, file: &Path) -> Result<Layered> {
+        let Some(s) = t.session.as_ref() else {
             return Ok(self.no_session.get_or_init(|| self.layers.over(&self.base()).build()).clone());
         };
         let mut base = config::Builder::default();
         base.profile_for(self.profile, s.get("agent_version").and_then(Value::as_str));
         base.session(s, file)?;
-        self.layers.over(&base).build_for_session(file)
+        self.layers.over(&base).build_for_session(file, &|path| t.session_value_at(path))
     }
 }
 
@@ -241,7 +239,7 @@ pub fn process<'a>(canonical: &'a [u8], name: &Path, settings: &Settings) -> Res
 
 /// Runs the policy, hooks included (unless `dry_run`), on a transcript already read.
 pub fn process_parsed<'a>(t: Transcript<'a>, name: &Path, settings: &Settings) -> Result<Processed<'a>> {
-    let (config, mut warnings) = settings.config_of(t.session.as_ref(), name)?;
+    let (config, mut warnings) = settings.config_of(&t, name)?;
     if t.unknown_records > 0 {
         warnings.push(format!("{}: {} record(s) of unknown type passed through", name.display(), t.unknown_records));
     }
@@ -454,7 +452,7 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
     let bytes = &canonical.bytes;
     let t = canonical.transcript(&input.path)?;
     // The configuration's errors first: they say more than that there is no item.
-    s.config_of(t.session.as_ref(), &input.path)?;
+    s.config_of(&t, &input.path).map_err(|e| canonical.relocate(e))?;
     let accounting = canonical.accounting_of(&t, &input.path)?;
     let mut done = process_parsed(t, &input.path, &s).map_err(|e| canonical.relocate(e))?;
     done.accounting = accounting;

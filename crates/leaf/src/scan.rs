@@ -425,6 +425,59 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// Where the value at `path` starts in the JSON text `text` (a byte offset), for the
+/// column of an error about it. `path` is written as serde names a value:
+/// `task.max_total_tokens`, `workspace.allowed_paths[1]`. `None` when the path is not
+/// there, or something before it is what this scanner leaves to a parser (an escaped
+/// key, a number with an exponent).
+pub fn value_offset(text: &str, path: &str) -> Option<usize> {
+    enum Step<'p> {
+        Key(&'p str),
+        Index(usize),
+    }
+    let mut steps = Vec::new();
+    for segment in path.split('.') {
+        let mut parts = segment.split('[');
+        steps.push(Step::Key(parts.next()?));
+        for index in parts {
+            steps.push(Step::Index(index.strip_suffix(']')?.parse().ok()?));
+        }
+    }
+    fn walk(s: &mut Scan<'_>, steps: &[Step<'_>], depth: usize) -> Option<usize> {
+        let Some((step, rest)) = steps.split_first() else {
+            s.peek()?;
+            return Some(s.i);
+        };
+        // The member or element found ends the list's read (its `None`): the rest of
+        // the text is never looked at.
+        let mut found = None;
+        match *step {
+            Step::Key(want) => {
+                let _ = s.object(depth, |s, key| {
+                    if key == want {
+                        found = Some(walk(s, rest, depth + 1));
+                        return None;
+                    }
+                    s.skip(depth + 1)
+                });
+            }
+            Step::Index(want) => {
+                let mut k = 0;
+                let _ = s.array(depth, |s| {
+                    if k == want {
+                        found = Some(walk(s, rest, depth + 1));
+                        return None;
+                    }
+                    k += 1;
+                    s.skip(depth + 1)
+                });
+            }
+        }
+        found.flatten()
+    }
+    walk(&mut Scan::new(text), &steps, 0)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -434,6 +487,20 @@ mod tests {
             assert_eq!(super::is_one_letter_escape(Some(&c)), want, "{:?}", c as char);
         }
         assert!(!super::is_one_letter_escape(None));
+    }
+
+    #[test]
+    fn a_value_is_found_by_its_path() {
+        let text =
+            r#"{"type":"session", "task": {"name": "x[1]", "max_total_tokens": -5}, "w": {"p": ["a", {"q": 2}]}}"#;
+        let at = |path: &str| super::value_offset(text, path).map(|k| &text[k..k + 2]);
+        assert_eq!(at("task.max_total_tokens"), Some("-5"));
+        assert_eq!(at("task"), Some("{\""));
+        assert_eq!(at("w.p[1].q"), Some("2}"));
+        assert_eq!(at("w.p[0]"), Some("\"a"));
+        for absent in ["task.threshold", "w.p[2]", "w.p[0].q", "nothing", "w.p[x]", ""] {
+            assert_eq!(super::value_offset(text, absent), None, "{absent}");
+        }
     }
 
     use super::compact;

@@ -135,13 +135,18 @@ impl Builder {
     }
 
     /// Builds a configuration whose session layer was laid unchecked (the other layers
-    /// are checked when laid): an error can only be the session record's, and names it.
+    /// are checked when laid): an error can only be the session record's, and names it,
+    /// at the line and column `at` gives for the key's path when it knows them.
     /// One deserialization per transcript.
-    pub fn build_for_session(self, file: &Path) -> Result<Layered> {
+    pub fn build_for_session(self, file: &Path, at: &dyn Fn(&str) -> Option<(usize, usize)>) -> Result<Layered> {
         let tree = self.tree_under_flags();
         let Ok(config) = Config::deserialize(&*tree) else {
             let e = serde_path_to_error::deserialize::<_, Config>(&*tree).expect_err("it failed once");
-            return Err(Error::bad_input(file, format!("session record: `{}`: {}", e.path(), e.inner())));
+            let (path, message) = (e.path().to_string(), format!("session record: `{}`: {}", e.path(), e.inner()));
+            return Err(match at(&path) {
+                Some((line, column)) => Error::bad_line(file, line, column, message),
+                None => Error::bad_input(file, message),
+            });
         };
         drop(tree);
         Ok(self.layered(config))

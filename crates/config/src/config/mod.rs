@@ -416,8 +416,14 @@ mod tests {
         b.session(&session, Path::new("t.jsonl")).unwrap();
         let mut bad = Builder::default();
         bad.session(&serde_json::from_str(r#"{"threshold":2}"#).unwrap(), Path::new("t.jsonl")).unwrap();
-        let e = bad.build_for_session(Path::new("t.jsonl")).unwrap_err().to_string();
+        let e = bad.build_for_session(Path::new("t.jsonl"), &|_| None).unwrap_err().to_string();
         assert_eq!(e, "t.jsonl: session record: `threshold`: threshold 2 is outside (0, 1]");
+        // Where the caller knows the key's place in the file, the error names it.
+        let mut bad = Builder::default();
+        bad.session(&serde_json::from_str(r#"{"threshold":2}"#).unwrap(), Path::new("t.jsonl")).unwrap();
+        let at = |path: &str| (path == "threshold").then_some((1, 13));
+        let e = bad.build_for_session(Path::new("t.jsonl"), &at).unwrap_err().to_string();
+        assert_eq!(e, "t.jsonl:1:13: session record: `threshold`: threshold 2 is outside (0, 1]");
         let file = serde_json::json!({"workspace": {"allowed_paths": ["src/**"]}, "threshold": 0.9});
         b.file(&file, Path::new("c.json")).unwrap();
         let bad = serde_json::json!({"reanchor": {"write_tools": ["a[" ]}});

@@ -146,7 +146,7 @@ mod tests {
         flags.flags(&[Setting::Threshold(Threshold::new(0.6).unwrap()), window]);
         let mut base = Builder::default();
         base.session(session.as_object().unwrap(), Path::new("t.jsonl")).unwrap();
-        let layered = flags.over(&base).build_for_session(Path::new("t.jsonl")).unwrap();
+        let layered = flags.over(&base).build_for_session(Path::new("t.jsonl"), &|_| None).unwrap();
         assert_eq!(layered.config.threshold.basis_points(), 6000);
         assert_eq!(layered.config.runtime.context_window, Some(4));
         assert_eq!(layered.config.task.max_total_tokens, Some(5));
@@ -157,7 +157,7 @@ mod tests {
         // Without the flags, the session's window is read, and refused.
         let mut plain = Builder::default();
         plain.file(&file, Path::new("c.json")).unwrap();
-        let e = plain.over(&base).build_for_session(Path::new("t.jsonl")).unwrap_err().to_string();
+        let e = plain.over(&base).build_for_session(Path::new("t.jsonl"), &|_| None).unwrap_err().to_string();
         assert!(e.contains("`runtime.context_window`"), "{e}");
     }
 

@@ -512,4 +512,14 @@ impl<'a> Transcript<'a> {
     pub fn item_line(&self, item: usize) -> usize {
         self.records[self.items[item].record].line
     }
+
+    /// The line and column of the value at `path` in the session record (the record's
+    /// first column when the path cannot be found in its text), for an error about it.
+    pub fn session_value_at(&self, path: &str) -> Option<(usize, usize)> {
+        let record = self.records.iter().find(|r| matches!(r.kind, RecordKind::Session))?;
+        let text = std::str::from_utf8(&self.src[record.span.clone()]).ok()?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let column = crate::scan::value_offset(text, path).map_or(1, |at| text[..at].chars().count() + 1);
+        Some((record.line, column))
+    }
 }

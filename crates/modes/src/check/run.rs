@@ -153,7 +153,7 @@ impl Case<'_> {
             }
             let t = canonical.transcript(name)?;
             canonical.accounting_of(&t, name)?;
-            let layered = s.config_for(t.session.as_ref(), name)?;
+            let layered = s.config_for(&t, name)?;
             let r = crate::replay::replay(&t, &layered.config, s.profile().as_str(), &|l| canonical.source_line(l));
             let svg = crate::chart::svg(&r, &input_name);
             return Ok((

@@ -461,7 +461,7 @@ pub fn replay_input<T>(
     }
     let t = canonical.transcript(&input.path)?;
     canonical.accounting_of(&t, &input.path)?;
-    let layered = settings.config_for(t.session.as_ref(), &input.path)?;
+    let layered = settings.config_for(&t, &input.path)?;
     warnings.extend(layered.warnings.iter().cloned());
     let profile = settings.profile();
     let replay = replay(&t, &layered.config, profile.as_str(), &|l| canonical.source_line(l));
@@ -497,7 +497,7 @@ pub fn each_firing(
 ) -> crate::error::Result<()> {
     let checkpoint = s.with_flags(&[Setting::NativeCompaction(false)]);
     let fallback = s.with_flags(&[Setting::Runtime(RuntimeKind::AgentRunner)]);
-    let threshold = s.config_for(t.session.as_ref(), file)?.config.threshold.as_f64();
+    let threshold = s.config_for(&t, file)?.config.threshold.as_f64();
     for p in r.points.iter().filter(|p| p.fired).take(max) {
         let end = t.records[p.record].span.end;
         let mut prefix = t.src[..end].to_vec();

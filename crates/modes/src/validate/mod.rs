@@ -22,7 +22,11 @@ pub struct Violation {
 
 /// The invariant codes `validate` reports, with what each means.
 pub const CODES: &[(&str, &str)] = &[
-    ("bad_line", "a line that is not a valid record (JSON, UTF-8, type, object, truncation, session placement)"),
+    (
+        "bad_line",
+        "a line that is not a valid record (JSON, UTF-8, type, object, truncation, session placement, a session \
+         value run refuses)",
+    ),
     ("duplicate_id", "an item id used twice"),
     ("result_without_call", "a tool result whose call is not in the transcript"),
     ("result_of_summarized_call", "a tool result whose call was summarized away by a fallback"),
@@ -153,6 +157,9 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
     };
     // A transcript that parses whole has no bad line: check the rest directly.
     if let Ok(t) = transcript::parse(src, file) {
+        if let Some((line, message)) = session_value(&t, file) {
+            v(line, "bad_line", message);
+        }
         semantic(&t, &|record| t.records.get(record).map_or(0, |r| r.line), &mut v);
         return out;
     }
@@ -175,6 +182,9 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
             v(n, "bad_line", "a \"session\" record is only allowed as the first record".into());
             continue;
         }
+        if let Some((_, message)) = session_value(&t, file) {
+            v(n, "bad_line", message);
+        }
         if t.records.iter().all(|r| matches!(r.kind, RecordKind::Blank)) {
             continue; // blank lines hold no record (and runs of them are one record)
         }
@@ -196,6 +206,20 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
     let at = |record: usize| line_of.get(record).copied().unwrap_or(0);
     semantic(&t, &at, &mut v);
     out
+}
+
+/// A value of the session record that `run` refuses, checked as the record alone lays
+/// it (under a flag or `--config` that sets the same key, `run` would not read it): its
+/// line, and the message with its column.
+fn session_value(t: &Transcript<'_>, file: &Path) -> Option<(usize, String)> {
+    let session = t.session.as_ref()?;
+    let mut b = crate::config::Builder::default();
+    let e = b.session(session, file).and_then(|()| b.build_for_session(file, &|p| t.session_value_at(p))).err()?;
+    let line = match &e {
+        crate::error::Error::BadLine { at, .. } => at.line,
+        _ => t.records.first().map_or(1, |r| r.line),
+    };
+    Some((line, message_of(&e)))
 }
 
 fn message_of(e: &crate::error::Error) -> String {
