@@ -431,10 +431,6 @@ impl<'a> Scan<'a> {
 /// there, or something before it is what this scanner leaves to a parser (an escaped
 /// key, a number with an exponent).
 pub fn value_offset(text: &str, path: &str) -> Option<usize> {
-    enum Step<'p> {
-        Key(&'p str),
-        Index(usize),
-    }
     let mut steps = Vec::new();
     for segment in path.split('.') {
         let mut parts = segment.split('[');
@@ -443,39 +439,47 @@ pub fn value_offset(text: &str, path: &str) -> Option<usize> {
             steps.push(Step::Index(index.strip_suffix(']')?.parse().ok()?));
         }
     }
-    fn walk(s: &mut Scan<'_>, steps: &[Step<'_>], depth: usize) -> Option<usize> {
-        let Some((step, rest)) = steps.split_first() else {
-            s.peek()?;
-            return Some(s.i);
-        };
-        // The member or element found ends the list's read (its `None`): the rest of
-        // the text is never looked at.
-        let mut found = None;
-        match *step {
-            Step::Key(want) => {
-                let _ = s.object(depth, |s, key| {
-                    if key == want {
-                        found = Some(walk(s, rest, depth + 1));
-                        return None;
-                    }
-                    s.skip(depth + 1)
-                });
-            }
-            Step::Index(want) => {
-                let mut k = 0;
-                let _ = s.array(depth, |s| {
-                    if k == want {
-                        found = Some(walk(s, rest, depth + 1));
-                        return None;
-                    }
-                    k += 1;
-                    s.skip(depth + 1)
-                });
-            }
-        }
-        found.flatten()
-    }
     walk(&mut Scan::new(text), &steps, 0)
+}
+
+/// One step of a path to a value: a member's key, or an element's index.
+enum Step<'p> {
+    Key(&'p str),
+    Index(usize),
+}
+
+/// Where the value `steps` lead to from here starts.
+fn walk(s: &mut Scan<'_>, steps: &[Step<'_>], depth: usize) -> Option<usize> {
+    let Some((step, rest)) = steps.split_first() else {
+        s.peek()?;
+        return Some(s.i);
+    };
+    // The member or element found ends the list's read (its `None`): the rest of the
+    // text is never looked at.
+    let mut found = None;
+    match *step {
+        Step::Key(want) => {
+            let _ = s.object(depth, |s, key| {
+                if key == want {
+                    found = Some(walk(s, rest, depth + 1));
+                    return None;
+                }
+                s.skip(depth + 1)
+            });
+        }
+        Step::Index(want) => {
+            let mut k = 0;
+            let _ = s.array(depth, |s| {
+                if k == want {
+                    found = Some(walk(s, rest, depth + 1));
+                    return None;
+                }
+                k += 1;
+                s.skip(depth + 1)
+            });
+        }
+    }
+    found.flatten()
 }
 
 #[cfg(test)]

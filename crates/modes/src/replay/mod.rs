@@ -497,7 +497,7 @@ pub fn each_firing(
 ) -> crate::error::Result<()> {
     let checkpoint = s.with_flags(&[Setting::NativeCompaction(false)]);
     let fallback = s.with_flags(&[Setting::Runtime(RuntimeKind::AgentRunner)]);
-    let threshold = s.config_for(&t, file)?.config.threshold.as_f64();
+    let threshold = s.config_for(t, file)?.config.threshold.as_f64();
     for p in r.points.iter().filter(|p| p.fired).take(max) {
         let end = t.records[p.record].span.end;
         let mut prefix = t.src[..end].to_vec();
