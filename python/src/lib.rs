@@ -47,7 +47,7 @@ fn value_enum<T: clap::ValueEnum>(what: &str, name: &str) -> PyResult<T> {
 fn settings(config: &str, profile: Option<&str>, input_format: Option<&str>) -> PyResult<Settings> {
     let value: serde_json::Value =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("configuration: {e}")))?;
-    let mut s = Settings::new(Some((Path::new("configuration"), &value)), &[]).map_err(to_py)?;
+    let mut s = Settings::new(Some((Path::new("configuration"), &value, None)), &[]).map_err(to_py)?;
     if let Some(p) = profile {
         s = s.with_profile(value_enum::<Profile>("profile", p)?);
     }

@@ -16,22 +16,25 @@ pub(super) fn settings(p: &PolicyArgs, actions: Option<&ActionArgs>, dry_run: bo
         None => None,
         Some(path) => Some((path.as_path(), read_config_file(path)?)),
     };
+    let file = file.as_ref().map(|(path, (value, text))| (*path, value, Some(text.as_str())));
     let mut layer = p.settings()?;
     if let Some(a) = actions {
         a.add_to(&mut layer);
     }
-    let mut s = Settings::new(file.as_ref().map(|(p, v)| (*p, v)), &layer)?.with_profile(p.profile.unwrap_or_default());
+    let mut s = Settings::new(file, &layer)?.with_profile(p.profile.unwrap_or_default());
     (s.manual, s.dry_run, s.input_format) = (actions.is_some_and(|a| a.manual), dry_run, p.input_format);
     Ok(s)
 }
 
-fn read_config_file(path: &Path) -> Result<serde_json::Value> {
+/// A `--config` file's JSON and its text (which places the errors of its keys).
+fn read_config_file(path: &Path) -> Result<(serde_json::Value, String)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let value = serde_json::from_str(&text).map_err(|e| {
         let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
         let (column, msg) = crate::error::serde_position(&e, line);
         Error::bad_line(path, e.line(), column, format!("invalid JSON: {msg}"))
-    })
+    })?;
+    Ok((value, text))
 }
 
 pub(super) fn print_warnings(done: &Processed<'_>) {

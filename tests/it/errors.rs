@@ -58,6 +58,30 @@ fn invalid_utf8_in_a_json_document_names_line_and_column() {
     bad(&doc(b"\xC3\xA9\xC3\xA9\xC3("), "bad.jsonl:3:19: invalid UTF-8");
 }
 
+/// A document that parses but lacks the list its format needs is named where the value
+/// stands (or where the document starts), not by the file alone.
+#[test]
+fn a_document_without_its_list_names_where() {
+    for (name, content, said) in [
+        (
+            "t.traj",
+            "{\n  \"environment\": \"x\",\n  \"history\": {\"role\": \"user\"}\n}\n",
+            "t.traj:3:14: expected a SWE-agent trajectory with a \"history\" array",
+        ),
+        ("t.traj", "\n\n  {\"trajectory\": []}\n", "t.traj:3:3: expected a SWE-agent trajectory"),
+        (
+            "s.json",
+            "{\n  \"sessionId\": \"s\",\n  \"startTime\": \"2025-01-01T00:00:00Z\",\n  \"messages\": {\"a\": 1}\n}\n",
+            "s.json:4:15: expected a Gemini CLI session with a \"messages\" array",
+        ),
+    ] {
+        let (_d, path) = temp_file(name, content.as_bytes());
+        let o = run(&["decide", path_str(&path)]);
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        assert!(stderr(&o).contains(said), "{said:?} in {}", stderr(&o));
+    }
+}
+
 #[test]
 fn record_without_type() {
     bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");
@@ -134,6 +158,8 @@ fn session_value_out_of_range() {
     assert!(stdout(&o).contains(said), "{}", stdout(&o));
 }
 
+/// A `--config` file's errors name the line and column of the key's value (of the
+/// document, when it is not an object).
 #[test]
 fn config_file_unknown_key_and_range() {
     let (dir, input) = temp_file("ok.jsonl", format!("{OK}\n").as_bytes());
@@ -141,14 +167,19 @@ fn config_file_unknown_key_and_range() {
     for (content, expect) in [
         (
             r#"{"runtime":{"kind":"agent-runner","colour":"red"}}"#,
-            "cfg.json: unknown configuration key `runtime.colour`",
+            "cfg.json:1:44: unknown configuration key `runtime.colour`",
         ),
-        (r#"{"threshold":0.85001}"#, "cfg.json: `threshold`: threshold 0.85001 has more than 4 decimals"),
+        (r#"{"threshold":0.85001}"#, "cfg.json:1:14: `threshold`: threshold 0.85001 has more than 4 decimals"),
         (
             r#"{"task":{"max_total_tokens":-5}}"#,
-            "cfg.json: `task.max_total_tokens`: expected a positive integer, found -5",
+            "cfg.json:1:29: `task.max_total_tokens`: expected a positive integer, found -5",
         ),
-        (r#"{"verification":"cargo test"}"#, "cfg.json: `verification`: expected an array of strings"),
+        (r#"{"verification":"cargo test"}"#, "cfg.json:1:17: `verification`: expected an array of strings"),
+        (
+            "{\n  \"threshold\": 0.5,\n  \"reanchor\": {\"write_tools\": [\"ok\", \"a[\"]}\n}\n",
+            "cfg.json:3:31: `reanchor.write_tools`: invalid glob \"a[\"",
+        ),
+        ("\n  [1]\n", "cfg.json:2:3: expected a JSON object of configuration keys"),
         ("{\"threshold\":", "cfg.json:1:13: invalid JSON"),
     ] {
         std::fs::write(&cfg, content).unwrap();

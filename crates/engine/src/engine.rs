@@ -42,11 +42,11 @@ pub struct Settings {
 
 impl Settings {
     /// Settings from a `--config` file's JSON and the flags (typed; a later setting of a
-    /// key wins).
-    pub fn new(config_file: Option<(&Path, &Value)>, flags: &[config::Setting]) -> Result<Settings> {
+    /// key wins); the file's text, when given, places its errors at line and column.
+    pub fn new(config_file: Option<(&Path, &Value, Option<&str>)>, flags: &[config::Setting]) -> Result<Settings> {
         let mut layers = config::Builder::default();
-        if let Some((path, value)) = config_file {
-            layers.file(value, path)?;
+        if let Some((path, value, text)) = config_file {
+            layers.file(value, path, &|key| crate::scan::value_position(text?, key))?;
         }
         layers.flags(flags);
         Ok(Settings { layers, ..Settings::default() })

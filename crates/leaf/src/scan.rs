@@ -427,12 +427,14 @@ impl<'a> Scan<'a> {
 
 /// Where the value at `path` starts in the JSON text `text` (a byte offset), for the
 /// column of an error about it. `path` is written as serde names a value:
-/// `task.max_total_tokens`, `workspace.allowed_paths[1]`. `None` when the path is not
+/// `task.max_total_tokens`, `workspace.allowed_paths[1]`, and `""` for the whole text's
+/// value. `None` when the path is not
 /// there, or something before it is what this scanner leaves to a parser (an escaped
 /// key, a number with an exponent).
 pub fn value_offset(text: &str, path: &str) -> Option<usize> {
     let mut steps = Vec::new();
-    for segment in path.split('.') {
+    // The empty path is the text's own value.
+    for segment in path.split('.').filter(|_| !path.is_empty()) {
         let mut parts = segment.split('[');
         steps.push(Step::Key(parts.next()?));
         for index in parts {
@@ -440,6 +442,19 @@ pub fn value_offset(text: &str, path: &str) -> Option<usize> {
         }
     }
     walk(&mut Scan::new(text), &steps, 0)
+}
+
+/// [`value_offset`] as a 1-based line and column (columns count characters).
+pub fn value_position(text: &str, path: &str) -> Option<(usize, usize)> {
+    value_offset(text, path).map(|at| line_column(text, at))
+}
+
+/// The 1-based line and column of the byte offset `at` of `text` (columns count
+/// characters).
+pub fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at];
+    let line_start = before.rfind('\n').map_or(0, |k| k + 1);
+    (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)
 }
 
 /// One step of a path to a value: a member's key, or an element's index.
@@ -502,7 +517,8 @@ mod tests {
         assert_eq!(at("task"), Some("{\""));
         assert_eq!(at("w.p[1].q"), Some("2}"));
         assert_eq!(at("w.p[0]"), Some("\"a"));
-        for absent in ["task.threshold", "w.p[2]", "w.p[0].q", "nothing", "w.p[x]", ""] {
+        assert_eq!(super::value_offset(&format!("\n  {text}"), ""), Some(3));
+        for absent in ["task.threshold", "w.p[2]", "w.p[0].q", "nothing", "w.p[x]", "task."] {
             assert_eq!(super::value_offset(text, absent), None, "{absent}");
         }
     }

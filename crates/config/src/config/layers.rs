@@ -174,15 +174,20 @@ impl Builder {
         Layered { config, warnings, layers: self }
     }
 
-    /// A `--config` JSON file's object: unknown keys are errors.
-    pub fn file(&mut self, value: &Value, file: &Path) -> Result<()> {
+    /// A `--config` JSON file's object: unknown keys are errors, named at the line and
+    /// column `at` gives for a key's path (`""`: the document) when it knows them.
+    pub fn file(&mut self, value: &Value, file: &Path, at: &dyn Fn(&str) -> Option<(usize, usize)>) -> Result<()> {
+        let error = |path: &str, message: String| match at(path) {
+            Some((line, column)) => Error::bad_line(file, line, column, message),
+            None => Error::bad_input(file, message),
+        };
         let Value::Object(obj) = value else {
-            return Err(Error::bad_input(file, "expected a JSON object of configuration keys"));
+            return Err(error("", "expected a JSON object of configuration keys".into()));
         };
         let mut leaves = Vec::new();
-        let unknown = |key: &str| Err(Error::bad_input(file, self.unknown_key(key)));
+        let unknown = |key: &str| Err(error(key, self.unknown_key(key)));
         self.leaves(obj, "", &mut leaves, &mut |k| unknown(k))?;
-        self.lay(leaves, Layer::ConfigFile).map_err(|(key, m)| Error::bad_input(file, format!("`{key}`: {m}")))
+        self.lay(leaves, Layer::ConfigFile).map_err(|(key, m)| error(&key, format!("`{key}`: {m}")))
     }
 
     /// The command line's layer: typed settings, checked when the flags were parsed. A

@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn an_unknown_key_suggests_the_nearest_known_one() {
-        let e = |v: Value| Builder::default().file(&v, Path::new("c.json")).unwrap_err().to_string();
+        let e = |v: Value| Builder::default().file(&v, Path::new("c.json"), &|_| None).unwrap_err().to_string();
         assert_eq!(
             e(serde_json::json!({"task": {"max_total_token": 5}})),
             "c.json: unknown configuration key `task.max_total_token` (did you mean `task.max_total_tokens`?)"
@@ -425,11 +425,11 @@ mod tests {
         let e = bad.build_for_session(Path::new("t.jsonl"), &at).unwrap_err().to_string();
         assert_eq!(e, "t.jsonl:1:13: session record: `threshold`: threshold 2 is outside (0, 1]");
         let file = serde_json::json!({"workspace": {"allowed_paths": ["src/**"]}, "threshold": 0.9});
-        b.file(&file, Path::new("c.json")).unwrap();
+        b.file(&file, Path::new("c.json"), &|_| None).unwrap();
         let bad = serde_json::json!({"reanchor": {"write_tools": ["a[" ]}});
-        let e = b.clone().file(&bad, Path::new("c.json")).unwrap_err().to_string();
+        let e = b.clone().file(&bad, Path::new("c.json"), &|_| None).unwrap_err().to_string();
         assert!(e.starts_with("c.json: `reanchor.write_tools`: invalid glob \"a[\""), "{e}");
-        let e = b.clone().file(&serde_json::json!({"tokenizer": "o100k"}), Path::new("c.json")).unwrap_err();
+        let e = b.clone().file(&serde_json::json!({"tokenizer": "o100k"}), Path::new("c.json"), &|_| None).unwrap_err();
         assert!(e.to_string().starts_with("c.json: `tokenizer`: unknown variant `o100k`"), "{e}");
         let layered = b.build();
         assert_eq!(layered.config.task.max_total_tokens, Some(9));

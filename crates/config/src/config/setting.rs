@@ -141,7 +141,7 @@ mod tests {
         let file = serde_json::json!({"threshold": 0.9, "task": {"max_total_tokens": 5}});
         let session = serde_json::json!({"runtime": {"context_window": 0}, "tokenizer": "cl100k"});
         let mut flags = Builder::default();
-        flags.file(&file, Path::new("c.json")).unwrap();
+        flags.file(&file, Path::new("c.json"), &|_| None).unwrap();
         let window = Setting::ContextWindow(NonZeroU64::new(4).unwrap());
         flags.flags(&[Setting::Threshold(Threshold::new(0.6).unwrap()), window]);
         let mut base = Builder::default();
@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(from("tokenizer"), Some(Layer::Session));
         // Without the flags, the session's window is read, and refused.
         let mut plain = Builder::default();
-        plain.file(&file, Path::new("c.json")).unwrap();
+        plain.file(&file, Path::new("c.json"), &|_| None).unwrap();
         let e = plain.over(&base).build_for_session(Path::new("t.jsonl"), &|_| None).unwrap_err().to_string();
         assert!(e.contains("`runtime.context_window`"), "{e}");
     }

@@ -237,6 +237,17 @@ pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
     })
 }
 
+/// A whole-file JSON document that parses but is not the shape its format needs: named
+/// at the value at `path` (`history`), or at the document's start when there is none.
+pub fn document_error(raw: &[u8], file: &Path, path: &str, message: &str) -> Error {
+    let text = std::str::from_utf8(raw).unwrap_or("");
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let start = text.len() - text.trim_start().len();
+    let (line, column) =
+        crate::scan::value_position(text, path).unwrap_or_else(|| crate::scan::line_column(text, start));
+    Error::bad_line(file, line, column, message)
+}
+
 fn json_err(e: &serde_json::Error, line: &str, file: &Path, line_no: usize) -> Error {
     let (column, msg) = crate::error::serde_position(e, line);
     let what = if e.is_eof() { format!("truncated record: {msg}") } else { msg };

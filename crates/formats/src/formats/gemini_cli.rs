@@ -14,8 +14,8 @@
 //! is kept (it feeds cumulative usage and the re-anchor facts), then a completed
 //! compaction, then the new history, restated.
 
-use super::common::{json_document, message, text_of, tool_result, Call, EventRecord, Imported};
-use crate::error::{Error, Result};
+use super::common::{document_error, json_document, message, text_of, tool_result, Call, EventRecord, Imported};
+use crate::error::Result;
 use crate::transcript::{Event, Role, Skip, Usage};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -43,7 +43,7 @@ pub fn token_limit(model: &str) -> u64 {
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut st = State::default();
     if is_document(raw) {
-        st.document(&json_document(raw, file)?, file)?;
+        st.document(&json_document(raw, file)?, raw, file)?;
     } else {
         for (line, r) in super::common::json_lines(raw, file)? {
             st.out.begin(line);
@@ -151,11 +151,10 @@ impl State {
     }
 
     /// The older shape: metadata and a `messages` list; every message is a record.
-    fn document(&mut self, doc: &Value, file: &Path) -> Result<()> {
-        let messages = doc
-            .get("messages")
-            .and_then(Value::as_array)
-            .ok_or_else(|| Error::bad_input(file, "expected a Gemini CLI session with a \"messages\" array"))?;
+    fn document(&mut self, doc: &Value, raw: &[u8], file: &Path) -> Result<()> {
+        let messages = doc.get("messages").and_then(Value::as_array).ok_or_else(|| {
+            document_error(raw, file, "messages", "expected a Gemini CLI session with a \"messages\" array")
+        })?;
         self.metadata(doc);
         for m in messages {
             let origin = self.out.begin(0);
@@ -538,7 +537,7 @@ pub fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
     let mut st = State::default();
     let document = if is_document(raw) {
         let doc = json_document(raw, file)?;
-        st.document(&doc, file)?;
+        st.document(&doc, raw, file)?;
         let mut meta = doc.as_object().cloned().unwrap_or_default();
         let messages = match meta.remove("messages") {
             Some(Value::Array(m)) => m,

@@ -2,18 +2,17 @@
 //! OpenAI-style messages. Call ids are reused within a trajectory, so each tool
 //! message is paired with the assistant message before it and every id is made unique.
 
-use super::common::{json_document, message, text_of, tool_result, Call, EventRecord, Imported};
-use crate::error::{Error, Result};
+use super::common::{document_error, json_document, message, text_of, tool_result, Call, EventRecord, Imported};
+use crate::error::Result;
 use crate::transcript::{Event, Role};
 use serde_json::{json, Value};
 use std::path::Path;
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let doc = json_document(raw, file)?;
-    let history = doc
-        .get("history")
-        .and_then(Value::as_array)
-        .ok_or_else(|| Error::bad_input(file, "expected a SWE-agent trajectory with a \"history\" array"))?;
+    let history = doc.get("history").and_then(Value::as_array).ok_or_else(|| {
+        document_error(raw, file, "history", "expected a SWE-agent trajectory with a \"history\" array")
+    })?;
     let mut out = Imported::default();
     let mut step = 0;
     // The calls of the latest assistant message: (original id, unique id, name, arguments).

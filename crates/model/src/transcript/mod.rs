@@ -519,7 +519,7 @@ impl<'a> Transcript<'a> {
         let record = self.records.iter().find(|r| matches!(r.kind, RecordKind::Session))?;
         let text = std::str::from_utf8(&self.src[record.span.clone()]).ok()?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let column = crate::scan::value_offset(text, path).map_or(1, |at| text[..at].chars().count() + 1);
+        let column = crate::scan::value_position(text, path).map_or(1, |(_, column)| column);
         Some((record.line, column))
     }
 }
