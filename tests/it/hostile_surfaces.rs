@@ -357,15 +357,20 @@ fn errors_in_imported_files_name_the_input_lines_and_validate_reads_the_agents_f
     let v = stdout(&run(&["validate", p]));
     assert!(!v.contains("dup.jsonl:7: duplicate_id") && v.contains("dup.jsonl:7: duplicate_uuid"), "{v}");
     assert!(v.ends_with("1 violation(s) in 1 transcript(s)\n"), "{v}");
-    // A Codex replacement history with a call that has no output, and ordinals going back.
+    // A Codex replacement history that keeps a call without the output the rollout
+    // records for it, and ordinals going back.
     let codex = [
         r#"{"timestamp":"t","ordinal":5,"type":"session_meta","payload":{"id":"c"}}"#,
         r#"{"timestamp":"t","ordinal":4,"type":"compacted","payload":{"message":"","replacement_history":[{"type":"function_call","call_id":"k","name":"shell","arguments":"{}"}]}}"#,
-    ]
-    .join("\n")
-        + "\n";
-    let (dir2, cpath) = temp_file("rollout.jsonl", codex.as_bytes());
+        r#"{"timestamp":"t","ordinal":6,"type":"response_item","payload":{"type":"function_call_output","call_id":"k","output":"ok"}}"#,
+    ];
+    let (dir2, cpath) = temp_file("rollout.jsonl", (codex.join("\n") + "\n").as_bytes());
     let v = stdout(&run(&["validate", path_str(&cpath)]));
     assert!(v.contains(":2: ordinal_out_of_order") && v.contains(":2: call_without_output"), "{v}");
-    drop((dir, dir2));
+    // A call the rollout answers nowhere (the session stopped before its output) is kept
+    // as the rollout has it, not a split: Codex gives it an "aborted" output itself.
+    let (dir3, pending) = temp_file("rollout.jsonl", (codex[..2].join("\n") + "\n").as_bytes());
+    let v = stdout(&run(&["validate", path_str(&pending)]));
+    assert!(v.contains(":2: ordinal_out_of_order") && !v.contains("call_without_output"), "{v}");
+    drop((dir, dir2, dir3));
 }

@@ -283,6 +283,35 @@ fn a_codex_rollout_gets_a_compacted_record_it_can_resume_from() {
     drop(dir);
 }
 
+/// A call the rollout never answered (the session stopped before its output) is kept
+/// in the replacement history as the rollout has it, and `validate` finds the written
+/// session sound: only a call whose recorded output was left out is a split.
+#[test]
+fn a_codex_call_answered_nowhere_is_kept_and_the_session_validates() {
+    let input = std::fs::read(root().join(CODEX)).unwrap();
+    let lines: Vec<&[u8]> = input.split_inclusive(|&b| b == b'\n').collect();
+    let output_5 = lines.iter().position(|l| l.windows(27).any(|w| w == br#""call_id":"call_5","output""#));
+    let pending: Vec<u8> =
+        lines.iter().enumerate().filter(|(k, _)| Some(*k) != output_5).flat_map(|(_, l)| *l).copied().collect();
+    assert!(output_5.is_some() && pending.len() < input.len(), "the case answers call_5");
+    let (dir, path) = temp_file("rollout.jsonl", &pending);
+    let mut args = vec!["run", path_str(&path), "--output-format", "codex"];
+    args.extend_from_slice(BUDGET);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let history = records(&o.stdout).iter().rev().find(|r| r["type"] == "compacted").unwrap()["payload"]
+        ["replacement_history"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(history.iter().any(|h| h["type"] == "function_call" && h["call_id"] == "call_5"), "{history:?}");
+    assert!(!history.iter().any(|h| h["call_id"] == "call_5" && h["type"] == "function_call_output"));
+    let (dir2, written) = temp_file("written.jsonl", &o.stdout);
+    let v = run(&["validate", path_str(&written)]);
+    assert_eq!(v.status.code(), Some(0), "{}", stdout(&v));
+    drop((dir, dir2));
+}
+
 #[test]
 fn resumable_output_needs_the_agents_own_session() {
     let o = run(&["run", CODEX, "--output-format", "claude-code"]);

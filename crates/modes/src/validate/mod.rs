@@ -39,7 +39,10 @@ pub const CODES: &[(&str, &str)] = &[
     ("dangling_parent", "Claude Code: a parentUuid or logicalParentUuid that names no record of the file"),
     ("parent_cycle", "Claude Code: a chain of parentUuid that comes back to itself"),
     ("ordinal_out_of_order", "Codex: a record whose ordinal is smaller than the one before"),
-    ("call_without_output", "Codex: a call in a replacement_history whose output is not in it"),
+    (
+        "call_without_output",
+        "Codex: a call in a replacement_history whose output the rollout records but the history left out",
+    ),
     ("call_id_reused_in_history", "Codex: two calls of one replacement_history that share a call_id"),
 ];
 
@@ -116,6 +119,23 @@ fn claude_code_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static
 }
 
 fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, String)) {
+    // Every call the rollout records an output for, anywhere: a replacement history
+    // that keeps such a call without it split the two. A call answered nowhere (the
+    // session stopped before its output) is kept as the rollout has it: Codex gives it
+    // an "aborted" output when it builds its next request.
+    fn output_of(p: &Value) -> Option<&str> {
+        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
+        kind.ends_with("_output").then(|| p.get("call_id").and_then(Value::as_str)).flatten()
+    }
+    let answered: std::collections::HashSet<&str> = lines
+        .iter()
+        .filter_map(|(_, r)| r.get("payload"))
+        .flat_map(|p| {
+            let history = p.get("replacement_history").and_then(Value::as_array);
+            std::iter::once(p).chain(history.into_iter().flatten())
+        })
+        .filter_map(output_of)
+        .collect();
     let mut last: Option<u64> = None;
     for (n, r) in lines {
         if let Some(o) = r.get("ordinal").and_then(Value::as_u64) {
@@ -142,7 +162,7 @@ fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, 
                 calls.push(id);
             }
         }
-        for id in calls.into_iter().filter(|id| !outputs.contains(id)) {
+        for id in calls.into_iter().filter(|id| !outputs.contains(id) && answered.contains(id)) {
             v(*n, "call_without_output", format!("call {id:?} has no output in the replacement_history"));
         }
     }
