@@ -110,6 +110,35 @@ fn a_file_that_gives_no_item_is_bad_input_naming_the_format_and_what_was_left_ou
     assert!(stderr(&o).contains("read as rivumi, 1 record gave no model-visible"), "{}", stderr(&o));
     let (_d, path) = temp_file("empty.jsonl", b"");
     assert_eq!(run(&["run", path_str(&path)]).status.code(), Some(0));
+    // Non-empty but no record at all (SPEC: "a non-empty file"): blank lines, CRLF,
+    // whitespace, a byte-order mark alone, an OpenHands document with no event. Every
+    // command that reads the transcript refuses it, `validate` too (it said 0
+    // violations), with what the bytes are.
+    for (name, bytes) in [
+        ("b.jsonl", &b"\n\n\n"[..]),
+        ("b.jsonl", b"\r\n"),
+        ("b.jsonl", b"  \t\n"),
+        ("b.jsonl", b"\xEF\xBB\xBF"),
+        ("b.json", b"[]\n"),
+    ] {
+        let (_d, path) = temp_file(name, bytes);
+        for command in ["run", "decide", "stats", "replay", "validate"] {
+            let o = run(&[command, path_str(&path)]);
+            assert_eq!(o.status.code(), Some(3), "{command} {bytes:?}: {}", stderr(&o));
+            let said = format!(
+                "{name}: read as {}, its {} byte",
+                if name == "b.json" { "openhands" } else { "rivumi" },
+                bytes.len()
+            );
+            assert!(stderr(&o).contains(&said), "{command} {bytes:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains("hold no record"), "{command} {bytes:?}: {}", stderr(&o));
+        }
+    }
+    // The same file of events only, which `validate` passed while `run` refused it.
+    let (_d, path) = temp_file("e.jsonl", br#"{"type":"event","name":"compaction_requested","id":"compaction-1"}"#);
+    let o = run(&["validate", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("read as rivumi, 1 record gave no model-visible"), "{}", stderr(&o));
 }
 
 #[test]

@@ -155,7 +155,7 @@ impl Canonical {
             return Ok(a.clone());
         }
         let a = t.accounting();
-        a.ensure_items(file, self.format.as_str())?;
+        a.ensure_items(file, self.format.as_str(), self.bytes.len())?;
         Ok(a)
     }
 
@@ -226,7 +226,7 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     // A mapped input that shrank while it was imported was read as zeros.
     raw.intact(file)?;
     let accounting = imported.accounting();
-    accounting.ensure_items(file, format.as_str())?;
+    accounting.ensure_items(file, format.as_str(), raw.len())?;
     let warnings = imported.warnings(file, format.as_str());
     let source_lines = imported.source_lines();
     let source_records = imported.source_records();

@@ -140,11 +140,23 @@ impl Accounting {
         self.records > 0 && self.count(Skip::Unknown) * 2 > self.records
     }
 
-    /// A non-empty input that gives no model-visible item is bad input (exit 3), naming
-    /// the format read and what was left out.
-    pub fn ensure_items(&self, file: &std::path::Path, format: &str) -> crate::error::Result<()> {
-        if self.items > 0 || self.records == 0 {
+    /// A non-empty input (of `input_bytes` bytes) that gives no model-visible item is bad
+    /// input (exit 3), naming the format read and what was left out; a file of zero
+    /// bytes is an empty transcript. A file of blank lines, whitespace or a byte-order
+    /// mark, or a document with an empty list, holds no record and is no transcript.
+    pub fn ensure_items(&self, file: &std::path::Path, format: &str, input_bytes: usize) -> crate::error::Result<()> {
+        if self.items > 0 || input_bytes == 0 {
             return Ok(());
+        }
+        if self.records == 0 {
+            return Err(crate::error::Error::bad_input(
+                file,
+                format!(
+                    "read as {format}, its {input_bytes} byte{} hold no record (blank lines, whitespace, a byte-order \
+                     mark or an empty list): no model-visible message or tool result",
+                    plural(input_bytes)
+                ),
+            ));
         }
         Err(crate::error::Error::bad_input(
             file,
@@ -191,10 +203,16 @@ mod tests {
         a.skip(Skip::Unknown);
         a.skip(Skip::Header);
         a.unknown_types.insert("gemini".into(), 2);
-        let e = a.ensure_items(std::path::Path::new("s.jsonl"), "claude-code").unwrap_err().to_string();
+        let e = a.ensure_items(std::path::Path::new("s.jsonl"), "claude-code", 300).unwrap_err().to_string();
         assert!(e.contains("s.jsonl"), "{e}");
         assert!(e.contains("read as claude-code"), "{e}");
         assert!(e.contains("1 header, 2 unknown (gemini 2)"), "{e}");
-        assert!(Accounting::default().ensure_items(std::path::Path::new("empty"), "rivumi").is_ok());
+        assert!(Accounting::default().ensure_items(std::path::Path::new("empty"), "rivumi", 0).is_ok());
+        let e = Accounting::default().ensure_items(std::path::Path::new("b.jsonl"), "rivumi", 3).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "b.jsonl: read as rivumi, its 3 bytes hold no record (blank lines, whitespace, a byte-order mark or an \
+             empty list): no model-visible message or tool result"
+        );
     }
 }

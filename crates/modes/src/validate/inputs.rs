@@ -97,6 +97,13 @@ fn transcript(input: &Input, format: InputFormat) -> Result<Vec<Violation>> {
     let raw = input.read()?;
     let original = raw.to_vec();
     let canonical = crate::formats::import(raw, &input.path, format)?;
+    // A canonical file that reads whole and gives no item is refused as `run` refuses
+    // it (an imported one already was, by its import); one with bad lines gets them.
+    if canonical.format == InputFormat::Rivumi {
+        if let Ok(t) = canonical.transcript(&input.path) {
+            canonical.accounting_of(&t, &input.path)?;
+        }
+    }
     let tracked = canonical.format == InputFormat::Rivumi || canonical.source_lines.is_some();
     let shown = if tracked {
         input.path.clone()
