@@ -29,6 +29,20 @@ const BARE_ITEMS: &[&str] = &[
     "web_search_call",
 ];
 
+/// Whether a response item is a call's output (the types the importer pairs with calls
+/// by `call_id`; the writer and `validate` read them the same way).
+pub fn is_output(item: &Value) -> bool {
+    matches!(
+        item.get("type").and_then(Value::as_str),
+        Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output")
+    )
+}
+
+/// Whether a response item is a call that an output answers by `call_id`.
+pub fn is_call(item: &Value) -> bool {
+    matches!(item.get("type").and_then(Value::as_str), Some("function_call" | "custom_tool_call" | "local_shell_call"))
+}
+
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let lines = json_lines(raw, file)?;
     let mut st = State::default();

@@ -2,7 +2,7 @@
 //! (with a `session` record carrying the importer's configuration layer).
 
 pub mod claude_code;
-mod codex;
+pub mod codex;
 pub mod common;
 pub mod gemini_cli;
 pub mod models;

@@ -124,8 +124,7 @@ fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, 
     // session stopped before its output) is kept as the rollout has it: Codex gives it
     // an "aborted" output when it builds its next request.
     fn output_of(p: &Value) -> Option<&str> {
-        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
-        kind.ends_with("_output").then(|| p.get("call_id").and_then(Value::as_str)).flatten()
+        crate::formats::codex::is_output(p).then(|| p.get("call_id").and_then(Value::as_str)).flatten()
     }
     let answered: std::collections::HashSet<&str> = lines
         .iter()
@@ -151,11 +150,10 @@ fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, 
         let mut calls: Vec<&str> = Vec::new();
         let mut outputs: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for h in history.into_iter().flatten() {
-            let kind = h.get("type").and_then(Value::as_str).unwrap_or("");
             let Some(id) = h.get("call_id").and_then(Value::as_str) else { continue };
-            if kind.ends_with("_output") {
+            if crate::formats::codex::is_output(h) {
                 outputs.insert(id);
-            } else if kind.ends_with("_call") {
+            } else if crate::formats::codex::is_call(h) {
                 if calls.contains(&id) {
                     v(*n, "call_id_reused_in_history", format!("two calls share call_id {id:?}"));
                 }

@@ -7,6 +7,7 @@
 use super::Compaction;
 use crate::engine::Processed;
 use crate::error::Result;
+use crate::formats::codex::{is_call, is_output};
 use crate::formats::openhands::INJECTED_KEY;
 use crate::policy::Step;
 use crate::transcript::{ItemKind, Role};
@@ -106,8 +107,7 @@ impl<'v> CallPayloads<'v> {
     fn of(lines: &'v [(usize, Value)]) -> Self {
         let mut calls: HashMap<&str, Vec<&Value>> = HashMap::new();
         let mut add = |p: &'v Value| {
-            let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
-            if matches!(kind, "function_call" | "custom_tool_call" | "local_shell_call") {
+            if is_call(p) {
                 // The importer names a call without `call_id` by its own item id;
                 // such a call is only ever found by that id, not here.
                 if let Some(id) = p.get("call_id").and_then(Value::as_str) {
@@ -133,13 +133,6 @@ impl<'v> CallPayloads<'v> {
     fn take(&mut self, id: &str, n: usize) -> Option<&'v Value> {
         self.0.get(id)?.get(n).copied()
     }
-}
-
-fn is_output(p: &Value) -> bool {
-    matches!(
-        p.get("type").and_then(Value::as_str),
-        Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output")
-    )
 }
 
 /// The payload an item id names: `L<n>` is the `response_item` of line n, `L<n>.<k>`
