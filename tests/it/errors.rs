@@ -82,6 +82,34 @@ fn a_document_without_its_list_names_where() {
     }
 }
 
+/// A `\u` escape of half a UTF-16 pair without the other half (Python's `json.dumps`
+/// writes one for a string holding a lone surrogate) is named as such, at the escape's
+/// own column, not with serde's "unexpected end of hex escape" after it.
+#[test]
+fn a_lone_surrogate_escape_is_named_at_its_column() {
+    let record = |content: &str| {
+        format!("{{\"type\":\"message\",\"id\":\"m2\",\"turn\":\"t1\",\"role\":\"user\",\"content\":\"{content}\"}}\n")
+    };
+    let said = |column: usize, escape: &str| {
+        format!("bad.jsonl:2:{column}: a lone surrogate `{escape}` (half of a UTF-16 pair")
+    };
+    // A leading half at the end, one before another escape, a trailing half after a
+    // wide character, and one after an escaped backslash (whose `\\ud800` is text).
+    for (content, column, escape) in [
+        (r"a\ud800", 67, r"\ud800"),
+        (r"a\ud800\u0041", 67, r"\ud800"),
+        (r"é\udc00z", 67, r"\udc00"),
+        (r"x\\ud800\udc00", 74, r"\udc00"),
+    ] {
+        bad(format!("{OK}\n{}", record(content)).as_bytes(), &said(column, escape));
+    }
+    // A dataset row says the same.
+    let (_d, path) =
+        temp_file("ds.jsonl", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\ud800b\"}]}\n".as_bytes());
+    let o = run(&["run", path_str(&path)]);
+    assert!(stderr(&o).contains("ds.jsonl:1:41: a lone surrogate `\\ud800`"), "{}", stderr(&o));
+}
+
 #[test]
 fn record_without_type() {
     bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");

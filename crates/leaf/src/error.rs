@@ -272,7 +272,32 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
     }
     let msg = e.to_string();
     let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
+    // serde_json's two words for a surrogate escape without its pair ("unexpected end
+    // of hex escape", "lone leading surrogate in hex escape") name neither the escape
+    // nor what is wrong with it: the escape, at its own column. Python's `json.dumps`
+    // writes one for a string holding a lone surrogate.
+    if msg.contains("hex escape") {
+        if let Some((at, escape)) = lone_surrogate_before(line, cut) {
+            let said = format!(
+                "a lone surrogate `{escape}` (half of a UTF-16 pair without the other half): no character, and JSON \
+                 parsers refuse it"
+            );
+            return (line[..at].chars().count() + 1, said);
+        }
+    }
     (line[..cut].chars().count() + 1, msg)
+}
+
+/// The last `\uXXXX` escape of a surrogate (D800 to DFFF) that starts in `text` before
+/// the byte offset `cut` (serde may point inside it): its offset and its text. A `\u`
+/// after an escaped backslash (`\\ud800`) is text, not an escape.
+fn lone_surrogate_before(text: &str, cut: usize) -> Option<(usize, &str)> {
+    text.rmatch_indices("\\u").filter(|&(at, _)| at < cut).find_map(|(at, _)| {
+        let backslashes = text.as_bytes()[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        let escape = text.get(at..at + 6).filter(|_| backslashes % 2 == 0)?;
+        let unit = u16::from_str_radix(&escape[2..], 16).ok()?;
+        (0xD800..=0xDFFF).contains(&unit).then_some((at, escape))
+    })
 }
 
 /// The one wording of a byte-order mark that does not start the file.
