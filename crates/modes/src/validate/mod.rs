@@ -126,15 +126,22 @@ fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, 
     fn output_of(p: &Value) -> Option<&str> {
         crate::formats::codex::is_output(p).then(|| p.get("call_id").and_then(Value::as_str)).flatten()
     }
-    let answered: std::collections::HashSet<&str> = lines
-        .iter()
-        .filter_map(|(_, r)| r.get("payload"))
-        .flat_map(|p| {
-            let history = p.get("replacement_history").and_then(Value::as_array);
-            std::iter::once(p).chain(history.into_iter().flatten())
-        })
-        .filter_map(output_of)
-        .collect();
+    // Where the importer reads items: a `response_item`'s payload, a replacement
+    // history, a bare item of the rollouts before the `{type, payload}` wrapper.
+    fn items(r: &Value) -> Vec<&Value> {
+        let payload = r.get("payload");
+        match r.get("type").and_then(Value::as_str) {
+            Some("response_item") => payload.into_iter().collect(),
+            Some("compacted") => payload
+                .and_then(|p| p.get("replacement_history"))
+                .and_then(Value::as_array)
+                .map(|h| h.iter().collect())
+                .unwrap_or_default(),
+            _ => vec![r],
+        }
+    }
+    let answered: std::collections::HashSet<&str> =
+        lines.iter().flat_map(|(_, r)| items(r)).filter_map(output_of).collect();
     let mut last: Option<u64> = None;
     for (n, r) in lines {
         if let Some(o) = r.get("ordinal").and_then(Value::as_u64) {
