@@ -372,5 +372,23 @@ fn errors_in_imported_files_name_the_input_lines_and_validate_reads_the_agents_f
     let (dir3, pending) = temp_file("rollout.jsonl", (codex[..2].join("\n") + "\n").as_bytes());
     let v = stdout(&run(&["validate", path_str(&pending)]));
     assert!(v.contains(":2: ordinal_out_of_order") && !v.contains("call_without_output"), "{v}");
+    // A `call_id` used twice: the second call unanswered and kept is no split; with both
+    // answered, a kept call without its output is.
+    let item = |payload: &str| format!(r#"{{"timestamp":"t","type":"response_item","payload":{payload}}}"#);
+    let (call, output) = (
+        item(r#"{"type":"function_call","call_id":"k","name":"shell","arguments":"{}"}"#),
+        item(r#"{"type":"function_call_output","call_id":"k","output":"ok"}"#),
+    );
+    let kept = r#"{"timestamp":"t","type":"compacted","payload":{"message":"","replacement_history":[{"type":"function_call","call_id":"k","name":"shell","arguments":"{}"}]}}"#;
+    for (records, split) in [([&call, &output, &call, kept], false), ([&call, &output, &call, &output], true)] {
+        let mut text = records.join("\n") + "\n";
+        if split {
+            text.push_str(kept);
+            text.push('\n');
+        }
+        let (_d, reused) = temp_file("rollout.jsonl", text.as_bytes());
+        let v = stdout(&run(&["validate", path_str(&reused)]));
+        assert_eq!(v.contains("call_without_output"), split, "{v}");
+    }
     drop((dir, dir2, dir3));
 }

@@ -119,29 +119,30 @@ fn claude_code_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static
 }
 
 fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, String)) {
-    // Every call the rollout records an output for, anywhere: a replacement history
-    // that keeps such a call without it split the two. A call answered nowhere (the
-    // session stopped before its output) is kept as the rollout has it: Codex gives it
-    // an "aborted" output when it builds its next request.
-    fn output_of(p: &Value) -> Option<&str> {
-        crate::formats::codex::is_output(p).then(|| p.get("call_id").and_then(Value::as_str)).flatten()
-    }
-    // Where the importer reads items: a `response_item`'s payload, a replacement
-    // history, a bare item of the rollouts before the `{type, payload}` wrapper.
-    fn items(r: &Value) -> Vec<&Value> {
-        let payload = r.get("payload");
-        match r.get("type").and_then(Value::as_str) {
-            Some("response_item") => payload.into_iter().collect(),
-            Some("compacted") => payload
-                .and_then(|p| p.get("replacement_history"))
-                .and_then(Value::as_array)
-                .map(|h| h.iter().collect())
-                .unwrap_or_default(),
-            _ => vec![r],
+    // A replacement history that keeps a call without the output the rollout records
+    // for it split the two. A call answered nowhere (the session stopped before its
+    // output) is kept as the rollout has it: Codex gives it an "aborted" output when it
+    // builds its next request. So an id counts as answered when the rollout's own items
+    // (a `response_item`'s payload, a bare item of the rollouts before the `{type,
+    // payload}` wrapper; a replacement history only restates them) answer every call of
+    // it: with a `call_id` reused, a later call may be the one left unanswered.
+    let mut tally: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (_, r) in lines {
+        let item = match r.get("type").and_then(Value::as_str) {
+            Some("response_item") => r.get("payload"),
+            Some("compacted") => None,
+            _ => Some(r),
+        };
+        let Some(item) = item else { continue };
+        let Some(id) = item.get("call_id").and_then(Value::as_str) else { continue };
+        let (calls, outputs) = tally.entry(id).or_default();
+        if crate::formats::codex::is_call(item) {
+            *calls += 1;
+        } else if crate::formats::codex::is_output(item) {
+            *outputs += 1;
         }
     }
-    let answered: std::collections::HashSet<&str> =
-        lines.iter().flat_map(|(_, r)| items(r)).filter_map(output_of).collect();
+    let answered = |id: &str| tally.get(id).is_some_and(|&(calls, outputs)| outputs > 0 && outputs >= calls);
     let mut last: Option<u64> = None;
     for (n, r) in lines {
         if let Some(o) = r.get("ordinal").and_then(Value::as_u64) {
@@ -167,7 +168,7 @@ fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, 
                 calls.push(id);
             }
         }
-        for id in calls.into_iter().filter(|id| !outputs.contains(id) && answered.contains(id)) {
+        for id in calls.into_iter().filter(|id| !outputs.contains(id) && answered(id)) {
             v(*n, "call_without_output", format!("call {id:?} has no output in the replacement_history"));
         }
     }
