@@ -208,6 +208,9 @@ fn config_file_unknown_key_and_range() {
             "cfg.json:3:31: `reanchor.write_tools`: invalid glob \"a[\"",
         ),
         ("\n  [1]\n", "cfg.json:2:3: expected a JSON object of configuration keys"),
+        // A key written with an escape, which the locator does not decode: where the
+        // document starts.
+        (r#" {"thre\u0073hold": 2}"#, "cfg.json:1:2: `threshold`: threshold 2 is outside (0, 1]"),
         ("{\"threshold\":", "cfg.json:1:13: invalid JSON"),
     ] {
         std::fs::write(&cfg, content).unwrap();

@@ -46,7 +46,12 @@ impl Settings {
     pub fn new(config_file: Option<(&Path, &Value, Option<&str>)>, flags: &[config::Setting]) -> Result<Settings> {
         let mut layers = config::Builder::default();
         if let Some((path, value, text)) = config_file {
-            layers.file(value, path, &|key| crate::scan::value_position(text?, key))?;
+            // A key the scanner cannot find (an escaped key before it) is named where the
+            // document starts: every error has a line and a column.
+            let at = |key: &str| {
+                text.and_then(|t| crate::scan::value_position(t, key).or_else(|| crate::scan::value_position(t, "")))
+            };
+            layers.file(value, path, &at)?;
         }
         layers.flags(flags);
         Ok(Settings { layers, ..Settings::default() })
