@@ -97,21 +97,27 @@ fn transcript(input: &Input, format: InputFormat) -> Result<Vec<Violation>> {
     let raw = input.read()?;
     let original = raw.to_vec();
     let canonical = crate::formats::import(raw, &input.path, format)?;
-    // A canonical file that reads whole and gives no item is refused as `run` refuses
-    // it (an imported one already was, by its import); one with bad lines gets them.
-    if canonical.format == InputFormat::Rivumi {
-        if let Ok(t) = canonical.transcript(&input.path) {
-            canonical.accounting_of(&t, &input.path)?;
-        }
-    }
     let tracked = canonical.format == InputFormat::Rivumi || canonical.source_lines.is_some();
     let shown = if tracked {
         input.path.clone()
     } else {
         PathBuf::from(format!("{} (as canonical {})", input.path.display(), canonical.format))
     };
+    // A canonical file that reads whole and gives no item is refused as `run` refuses
+    // it (an imported one already was, by its import), and is validated as it was read;
+    // one with bad lines gets them, line by line.
+    let found = match canonical.format {
+        InputFormat::Rivumi => match canonical.transcript(&shown) {
+            Ok(t) => {
+                canonical.accounting_of(&t, &shown)?;
+                super::parsed(&t, &shown)
+            }
+            Err(_) => super::validate(&canonical.bytes, &shown),
+        },
+        _ => super::validate(&canonical.bytes, &shown),
+    };
     let mut all = Vec::new();
-    for mut v in super::validate(&canonical.bytes, &shown) {
+    for mut v in found {
         if canonical.source_lines.is_some() {
             v.line = canonical.input_line(v.line);
             v.message = canonical.relocate_message(&v.message);

@@ -176,19 +176,15 @@ fn codex_file(lines: &[(usize, Value)], v: &mut impl FnMut(usize, &'static str, 
 
 /// Validates canonical bytes; `file` names the input in the report.
 pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
+    // A transcript that parses whole has no bad line: check the rest directly.
+    if let Ok(t) = transcript::parse(src, file) {
+        return parsed(&t, file);
+    }
     let shown = file.display().to_string();
     let mut out = Vec::new();
     let mut v = |line: usize, code: &'static str, message: String| {
         out.push(Violation { file: shown.clone(), line, code, message });
     };
-    // A transcript that parses whole has no bad line: check the rest directly.
-    if let Ok(t) = transcript::parse(src, file) {
-        if let Some((line, message)) = session_value(&t, file) {
-            v(line, "bad_line", message);
-        }
-        semantic(&t, &|record| t.records.get(record).map_or(0, |r| r.line), &mut v);
-        return out;
-    }
     // Pass 1: each line on its own, so one bad line does not hide the next.
     let mut good = Vec::with_capacity(src.len());
     let mut line_of: Vec<usize> = Vec::new();
@@ -231,6 +227,21 @@ pub fn validate(src: &[u8], file: &Path) -> Vec<Violation> {
     let Ok(t) = transcript::parse(&good, file) else { return out };
     let at = |record: usize| line_of.get(record).copied().unwrap_or(0);
     semantic(&t, &at, &mut v);
+    out
+}
+
+/// Validates a transcript that was read whole (it has no bad line): its session
+/// record's values and the invariants between its records.
+pub fn parsed(t: &Transcript<'_>, file: &Path) -> Vec<Violation> {
+    let shown = file.display().to_string();
+    let mut out = Vec::new();
+    let mut v = |line: usize, code: &'static str, message: String| {
+        out.push(Violation { file: shown.clone(), line, code, message });
+    };
+    if let Some((line, message)) = session_value(t, file) {
+        v(line, "bad_line", message);
+    }
+    semantic(t, &|record| t.records.get(record).map_or(0, |r| r.line), &mut v);
     out
 }
 
