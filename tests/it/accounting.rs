@@ -152,7 +152,8 @@ fn detection_never_settles_on_a_format_under_which_most_records_are_unknown() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["input_format"], "gemini-cli", "{v}");
-    // Records of no format at all after a first record that looks like Claude Code's.
+    // Records of no format at all after a first record that looks like Claude Code's:
+    // named at the first record Claude Code does not know.
     let (_d, path) = temp_file(
         "x.jsonl",
         format!("{first}\n{{\"kind\":\"a\"}}\n{{\"kind\":\"b\"}}\n{{\"kind\":\"c\"}}\n").as_bytes(),
@@ -161,7 +162,7 @@ fn detection_never_settles_on_a_format_under_which_most_records_are_unknown() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(
         stderr(&o).contains(
-            "no input format fits this file: its first records look like claude-code, but 3 of its 4 records"
+            "x.jsonl:2:1: no input format fits this file: its first records look like claude-code, but 3 of its 4 records"
         ),
         "{}",
         stderr(&o)

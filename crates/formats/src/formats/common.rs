@@ -46,6 +46,8 @@ pub struct Imported {
     joined: std::collections::BTreeSet<usize>,
     /// Records of a type the importer does not know, by type.
     pub skipped: std::collections::BTreeMap<String, usize>,
+    /// The input line of the first of them (0: an entry of a whole-file document).
+    pub first_unknown: Option<usize>,
     /// Other warnings the importer has for the user (complete lines).
     pub warnings: Vec<String>,
 }
@@ -118,6 +120,7 @@ impl Imported {
     /// The current input record is of a type this importer does not know.
     pub fn skip(&mut self, kind: &str) {
         *self.skipped.entry(kind.to_string()).or_default() += 1;
+        self.first_unknown.get_or_insert(self.line);
         self.leave_out(Skip::Unknown);
     }
 

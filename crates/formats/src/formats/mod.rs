@@ -219,7 +219,8 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
             return Ok(canonical);
         }
         Some(imported) if asked == InputFormat::Auto && imported.accounting().mostly_unknown() => {
-            other_fit(&raw, file, format).ok_or_else(|| not_this_format(file, format, &imported.accounting()))?
+            other_fit(&raw, file, format)
+                .ok_or_else(|| not_this_format(file, format, &imported.accounting(), imported.first_unknown))?
         }
         Some(imported) => (format, imported),
     };
@@ -271,11 +272,15 @@ fn other_fit(raw: &[u8], file: &Path, tried: InputFormat) -> Option<(InputFormat
 }
 
 /// Detection found `format`, but most records are unknown to it and no other format
-/// fits the whole file.
-fn not_this_format(file: &Path, format: InputFormat, a: &crate::transcript::Accounting) -> Error {
+/// fits the whole file: named at the first record it does not know (its line; the
+/// file when that is an entry of a whole-file document).
+fn not_this_format(file: &Path, format: InputFormat, a: &crate::transcript::Accounting, first: Option<usize>) -> Error {
     let tried: Vec<&str> = FORMATS.iter().map(|f| f.as_str()).collect();
-    Error::bad_input(
-        file,
+    let error = |message: String| match first.filter(|&line| line > 0) {
+        Some(line) => Error::bad_line(file, line, 1, message),
+        None => Error::bad_input(file, message),
+    };
+    error(
         format!(
             "no input format fits this file: its first records look like {format}, but {} of its {} records are of a type {format} does not know ({}); tried {}: name one with --input-format",
             a.count(crate::transcript::Skip::Unknown),
