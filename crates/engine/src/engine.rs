@@ -46,12 +46,7 @@ impl Settings {
     pub fn new(config_file: Option<(&Path, &Value, Option<&str>)>, flags: &[config::Setting]) -> Result<Settings> {
         let mut layers = config::Builder::default();
         if let Some((path, value, text)) = config_file {
-            // A key the scanner cannot find (an escaped key before it) is named where the
-            // document starts: every error has a line and a column.
-            let at = |key: &str| {
-                text.and_then(|t| crate::scan::value_position(t, key).or_else(|| crate::scan::value_position(t, "")))
-            };
-            layers.file(value, path, &at)?;
+            layers.file(value, path, &|key| text.map(|t| crate::scan::place_of(t, key)))?;
         }
         layers.flags(flags);
         Ok(Settings { layers, ..Settings::default() })

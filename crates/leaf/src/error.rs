@@ -155,6 +155,14 @@ impl Error {
         self
     }
 
+    /// A bad line at `at` (line, column) when the place is known; the file otherwise.
+    pub fn located(file: &Path, at: Option<(usize, usize)>, message: impl Into<String>) -> Self {
+        match at {
+            Some((line, column)) => Error::bad_line(file, line, column, message),
+            None => Error::bad_input(file, message),
+        }
+    }
+
     pub fn bad_input(file: &Path, message: impl Into<String>) -> Self {
         Error::BadInput { file: file.to_path_buf(), message: message.into() }
     }

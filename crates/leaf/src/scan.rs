@@ -428,9 +428,8 @@ impl<'a> Scan<'a> {
 /// Where the value at `path` starts in the JSON text `text` (a byte offset), for the
 /// column of an error about it. `path` is written as serde names a value:
 /// `task.max_total_tokens`, `workspace.allowed_paths[1]`, and `""` for the whole text's
-/// value. `None` when the path is not
-/// there, or something before it is what this scanner leaves to a parser (an escaped
-/// key, a number with an exponent).
+/// value. `None` when the path is not there, or something before it is what this
+/// scanner leaves to a parser (an escaped key, a number with an exponent).
 pub fn value_offset(text: &str, path: &str) -> Option<usize> {
     let mut steps = Vec::new();
     // The empty path is the text's own value.
@@ -445,13 +444,19 @@ pub fn value_offset(text: &str, path: &str) -> Option<usize> {
 }
 
 /// [`value_offset`] as a 1-based line and column (columns count characters).
-pub fn value_position(text: &str, path: &str) -> Option<(usize, usize)> {
+fn value_position(text: &str, path: &str) -> Option<(usize, usize)> {
     value_offset(text, path).map(|at| line_column(text, at))
+}
+
+/// Where an error about the value at `path` is named: that value, or, when the scanner
+/// cannot find it (an escaped key before it), where the text's value starts.
+pub fn place_of(text: &str, path: &str) -> (usize, usize) {
+    value_position(text, path).or_else(|| value_position(text, "")).unwrap_or((1, 1))
 }
 
 /// The 1-based line and column of the byte offset `at` of `text` (columns count
 /// characters).
-pub fn line_column(text: &str, at: usize) -> (usize, usize) {
+fn line_column(text: &str, at: usize) -> (usize, usize) {
     let before = &text[..at];
     let line_start = before.rfind('\n').map_or(0, |k| k + 1);
     (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)

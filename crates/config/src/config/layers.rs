@@ -143,10 +143,7 @@ impl Builder {
         let Ok(config) = Config::deserialize(&*tree) else {
             let e = serde_path_to_error::deserialize::<_, Config>(&*tree).expect_err("it failed once");
             let (path, message) = (e.path().to_string(), format!("session record: `{}`: {}", e.path(), e.inner()));
-            return Err(match at(&path) {
-                Some((line, column)) => Error::bad_line(file, line, column, message),
-                None => Error::bad_input(file, message),
-            });
+            return Err(Error::located(file, at(&path), message));
         };
         drop(tree);
         Ok(self.layered(config))
@@ -177,10 +174,7 @@ impl Builder {
     /// A `--config` JSON file's object: unknown keys are errors, named at the line and
     /// column `at` gives for a key's path (`""`: the document) when it knows them.
     pub fn file(&mut self, value: &Value, file: &Path, at: &dyn Fn(&str) -> Option<(usize, usize)>) -> Result<()> {
-        let error = |path: &str, message: String| match at(path) {
-            Some((line, column)) => Error::bad_line(file, line, column, message),
-            None => Error::bad_input(file, message),
-        };
+        let error = |path: &str, message: String| Error::located(file, at(path), message);
         let Value::Object(obj) = value else {
             return Err(error("", "expected a JSON object of configuration keys".into()));
         };

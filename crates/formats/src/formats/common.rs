@@ -244,10 +244,7 @@ pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
 /// at the value at `path` (`history`), or at the document's start when there is none.
 pub fn document_error(raw: &[u8], file: &Path, path: &str, message: &str) -> Error {
     let text = std::str::from_utf8(raw).unwrap_or("");
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let start = text.len() - text.trim_start().len();
-    let (line, column) =
-        crate::scan::value_position(text, path).unwrap_or_else(|| crate::scan::line_column(text, start));
+    let (line, column) = crate::scan::place_of(text.strip_prefix('\u{feff}').unwrap_or(text), path);
     Error::bad_line(file, line, column, message)
 }
 

@@ -276,11 +276,9 @@ fn other_fit(raw: &[u8], file: &Path, tried: InputFormat) -> Option<(InputFormat
 /// file when that is an entry of a whole-file document).
 fn not_this_format(file: &Path, format: InputFormat, a: &crate::transcript::Accounting, first: Option<usize>) -> Error {
     let tried: Vec<&str> = FORMATS.iter().map(|f| f.as_str()).collect();
-    let error = |message: String| match first.filter(|&line| line > 0) {
-        Some(line) => Error::bad_line(file, line, 1, message),
-        None => Error::bad_input(file, message),
-    };
-    error(
+    Error::located(
+        file,
+        first.filter(|&line| line > 0).map(|line| (line, 1)),
         format!(
             "no input format fits this file: its first records look like {format}, but {} of its {} records are of a type {format} does not know ({}); tried {}: name one with --input-format",
             a.count(crate::transcript::Skip::Unknown),

@@ -513,13 +513,12 @@ impl<'a> Transcript<'a> {
         self.records[self.items[item].record].line
     }
 
-    /// The line and column of the value at `path` in the session record (the record's
-    /// first column when the path cannot be found in its text), for an error about it.
+    /// The line and column of the value at `path` in the session record (where the
+    /// record starts when the path cannot be found in its text), for an error about it.
     pub fn session_value_at(&self, path: &str) -> Option<(usize, usize)> {
         let record = self.records.iter().find(|r| matches!(r.kind, RecordKind::Session))?;
         let text = std::str::from_utf8(&self.src[record.span.clone()]).ok()?;
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let column = crate::scan::value_position(text, path).map_or(1, |(_, column)| column);
+        let (_, column) = crate::scan::place_of(text.strip_prefix('\u{feff}').unwrap_or(text), path);
         Some((record.line, column))
     }
 }
