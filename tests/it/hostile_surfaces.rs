@@ -387,7 +387,10 @@ fn errors_in_imported_files_name_the_input_lines_and_validate_reads_the_agents_f
             text.push('\n');
         }
         let (_d, reused) = temp_file("rollout.jsonl", text.as_bytes());
-        let v = stdout(&run(&["validate", path_str(&reused)]));
+        let o = run(&["validate", path_str(&reused)]);
+        let v = stdout(&o);
+        // Read and validated (not refused, exit 3): the absence below means something.
+        assert_eq!(o.status.code(), Some(i32::from(split)), "{v}{}", stderr(&o));
         assert_eq!(v.contains("call_without_output"), split, "{v}");
     }
     drop((dir, dir2, dir3));
