@@ -256,5 +256,11 @@ class Gemini(Agent):
 
     @staticmethod
     def session_id(path):
+        """The id of a JSON Lines session (its first line) or of the one JSON document
+        the versions before 0.4x wrote."""
         with open(path, encoding="utf-8") as f:
-            return json.loads(f.readline())["sessionId"]
+            text = f.read()
+        try:
+            return json.loads(text.split("\n", 1)[0])["sessionId"]
+        except json.JSONDecodeError:
+            return json.loads(text)["sessionId"]

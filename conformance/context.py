@@ -40,6 +40,10 @@ def agent_noise(role, text):
         or t.startswith("<system-reminder>")
         or t.startswith("<environment_context>")
         or t.startswith("<session_context>")
+        # Gemini CLI's setup context before it was wrapped (versions before 0.2x), and its
+        # fixed reply to it.
+        or t.startswith("This is the Gemini CLI. We are setting up the context for our chat.")
+        or (role == "assistant" and t == "Got it. Thanks for the context!")
         or (role == "assistant" and t == "No response requested.")
     )
 

@@ -94,9 +94,11 @@ class Resume:
         a = self.agent(label="resume")
         self.addCleanup(a.cleanup)
         session = None
+        self.compaction_requests = 0
         for prompt, first, end in turns:
             resume = session and self.agent.session_id(session)
-            a.exec(prompt, script(self.agent, totals[first:end], first), resume=resume).check()
+            result = a.exec(prompt, script(self.agent, totals[first:end], first), resume=resume).check()
+            self.compaction_requests += len(result.compactions())
             session = a.sessions()[-1]
         self.assert_accounted(session)
         return a, session
@@ -160,7 +162,12 @@ class Resume:
         with open(session, encoding="utf-8") as f:
             text = f.read()
         own = ("compact_boundary", '"type":"compacted"', "Got it. Thanks for the additional context!")
-        self.assertTrue(any(mark in text for mark in own), "the agent compacted")
+        if self.agent is Gemini and not any(mark in text for mark in own):
+            # Gemini CLI before 0.4x compresses but records nothing of it in the session
+            # (resumed, it sends the whole history again): its request shows it.
+            self.assertGreater(self.compaction_requests, 0, "the agent compacted")
+        else:
+            self.assertTrue(any(mark in text for mark in own), "the agent compacted")
         before = self.write_back(a, session, FALLBACK)
         # The task is in the agent's own summary now, which the head keeps.
         self.resume_and_check(a, session, before, FALLBACK, task=None)

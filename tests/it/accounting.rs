@@ -301,3 +301,118 @@ fn a_gemini_cli_session_reads_in_both_shapes() {
     let r = records(&document, &[]);
     assert_eq!((r["records"].as_u64(), r["skipped"]["display_only"].as_u64()), (Some(7), Some(1)), "{r}");
 }
+
+/// The first Codex (TypeScript, 0.1.x, spring 2025) wrote its rollout as one JSON
+/// document, `{session, items}`: read as a Codex rollout, pretty-printed or on one line,
+/// its instructions the system text, every item a record.
+#[test]
+fn a_typescript_codex_rollout_is_read_as_codex() {
+    let case = root().join("testdata/cases/codex-typescript-rollout/input.jsonl");
+    let o = run(&["run", path_str(&case)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items: Vec<Value> = stdout(&o).lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        (items[0]["role"].as_str(), items[0]["content"].as_str()),
+        (Some("system"), Some("Prefer small patches. Run npm test after every change."))
+    );
+    let calls = items.iter().filter_map(|i| i["tool_calls"].as_array()).flatten().count();
+    let results: Vec<&Value> = items.iter().filter(|i| i["type"] == "tool_result").collect();
+    assert_eq!((calls, results.len()), (7, 7), "every call and its output");
+    let codes: Vec<i64> = results.iter().map(|r| r["exit_code"].as_i64().unwrap()).collect();
+    assert_eq!(codes, [1, 0, 0, 0, 0, 0, 1], "the exit codes of the outputs' metadata");
+    // 1 session + 22 items; the reasoning item is bookkeeping.
+    assert!(stderr(&o).contains("23 records: 22 read into 19 items, 1 bookkeeping"), "{}", stderr(&o));
+    // The same document on one line.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&case).unwrap()).unwrap();
+    let (dir, one_line) = temp_file("rollout-2025-05-12-x.json", doc.to_string().as_bytes());
+    let r = records(&one_line, &[]);
+    assert_eq!((r["records"].as_u64(), r["in_items"].as_u64()), (Some(23), Some(22)), "{r}");
+    let o = run(&["decide", "--json", path_str(&one_line)]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap()["input_format"], "codex");
+    drop(dir);
+}
+
+/// A chat saved with Gemini CLI's `/chat save` (`checkpoint-TAG.json`): the model's
+/// contents, a list of its own (the versions before 0.5, whose only record of a
+/// conversation it was) or under `history` (later versions, with `authType`).
+#[test]
+fn a_gemini_cli_saved_chat_is_read_in_both_shapes() {
+    let case = root().join("testdata/cases/gemini-cli-saved-chat/input.jsonl");
+    let o = run(&["run", path_str(&case)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items[0]["workspace"]["root"], "/home/dev/inventory", "the setup context names the folder");
+    // The setup context is the agent's instructions, not the user's task.
+    assert_eq!(items[1]["role"], "system");
+    assert_eq!(items[3]["content"], "go test fails: Reserve lets orders take more than is in stock. Fix it.");
+    // Calls without ids are answered by name, in order.
+    let calls: Vec<&str> =
+        items.iter().filter_map(|i| i["tool_calls"].as_array()).flatten().map(|c| c["id"].as_str().unwrap()).collect();
+    let answered: Vec<&str> =
+        items.iter().filter(|i| i["type"] == "tool_result").map(|r| r["call_id"].as_str().unwrap()).collect();
+    assert_eq!(calls.len(), 5);
+    assert_eq!(calls, answered);
+    let codes: Vec<Value> =
+        items.iter().filter(|i| i["type"] == "tool_result").map(|r| r["exit_code"].clone()).collect();
+    assert_eq!(codes[0], 1, "the failing test run's exit code: {codes:?}");
+    assert!(stderr(&o).contains("15 records: 15 read into 15 items"), "{}", stderr(&o));
+    // The later shape, and a history that opens with a compression's summary.
+    let contents: Value = serde_json::from_slice(&std::fs::read(&case).unwrap()).unwrap();
+    let mut history = vec![
+        serde_json::json!({"role": "user", "parts": [{"text": "<state_snapshot>\n<overall_goal>Fix Reserve.</overall_goal>\n</state_snapshot>"}]}),
+        serde_json::json!({"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]}),
+    ];
+    history.extend(contents.as_array().unwrap()[12..].iter().cloned());
+    history.push(serde_json::json!({"role": "tool", "parts": [{"text": "?"}]}));
+    let saved = serde_json::json!({"history": history, "authType": "gemini-api-key"});
+    let (dir, path) = temp_file("checkpoint-later.json", serde_json::to_string_pretty(&saved).unwrap().as_bytes());
+    let o = run(&["run", path_str(&path)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items[1]["name"], "compaction_completed", "{:?}", items[1]);
+    assert_eq!(items[2]["turn"], items[4]["turn"], "the summary opens no turn of its own");
+    // A role the model API does not have is counted as unknown, not read.
+    assert!(stderr(&o).contains("6 records: 5 read into 5 items, 1 unknown"), "{}", stderr(&o));
+    drop(dir);
+}
+
+/// One OpenHands run pretty-printed (`jq . output.jsonl`): a document with its
+/// `history`, read as that run (it was refused as a truncated first line).
+#[test]
+fn a_pretty_printed_openhands_run_is_read_as_one_run() {
+    let line = std::fs::read_to_string(root().join("testdata/dataset/openhands-output.jsonl")).unwrap();
+    let run_1: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let (dir, path) = temp_file("instance.json", serde_json::to_string_pretty(&run_1).unwrap().as_bytes());
+    let r = records(&path, &[]);
+    let events = run_1["history"].as_array().unwrap().len() as u64;
+    assert_eq!(r["records"].as_u64(), Some(events), "{r}");
+    adds_up(&path, &r);
+    drop(dir);
+}
+
+/// A Gemini CLI project folder (`~/.gemini/tmp/<project>/`): its sessions under
+/// `chats/` and its saved chats are transcripts; its log of the user's prompts
+/// (`logs.json`) is not, and an empty list is nothing either.
+#[test]
+fn a_gemini_cli_project_folder_gives_its_sessions_and_saved_chats() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("chats")).unwrap();
+    let copy = |case: &str, to: &str| {
+        std::fs::copy(root().join(format!("testdata/cases/{case}/input.jsonl")), dir.path().join(to)).unwrap();
+    };
+    copy("gemini-cli-session", "chats/session-2026-12-01T10-00-4f1b2c3d.jsonl");
+    copy("gemini-cli-document", "chats/session-2025-10-01T08-00-70168920.json");
+    copy("gemini-cli-saved-chat", "checkpoint-fix.json");
+    let log = br#"[{"sessionId":"4f1b2c3d","messageId":0,"type":"user","message":"fix it","timestamp":"2026-12-01T10:00:00.000Z"}]"#;
+    std::fs::write(dir.path().join("logs.json"), log).unwrap();
+    std::fs::write(dir.path().join("empty.json"), b"[]\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&["run", path_str(dir.path()), "--out-dir", path_str(out.path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("3 file(s): "), "{}", stderr(&o));
+    assert!(out.path().join("checkpoint-fix/transcript.jsonl").is_file());
+    // Named, the log is refused as no transcript (a file that gives nothing is an error).
+    let o = run(&["run", path_str(&dir.path().join("logs.json"))]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no input format fits this file"), "{}", stderr(&o));
+}

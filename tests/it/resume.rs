@@ -416,3 +416,84 @@ fn copied_claude_code_records_never_take_an_id_the_session_holds() {
     }
     drop(dir);
 }
+
+/// A Gemini CLI session of one JSON document (the versions before 0.40, which read no
+/// other shape and record no compression) is written back as that document, its keys
+/// in their order and its `messages` the compacted history: what those versions
+/// resume (JSON Lines made them say "No previous sessions found").
+#[test]
+fn a_gemini_cli_session_of_one_document_is_written_back_as_one_document() {
+    const DOCUMENT: &str = "testdata/cases/gemini-cli-document/input.jsonl";
+    let flags = ["--runtime", "agent-runner", "--max-total-tokens", "3000"];
+    let out = compact(DOCUMENT, "gemini-cli", &flags);
+    let doc: Value = serde_json::from_slice(&out).expect("one JSON document");
+    let input: Value = serde_json::from_slice(&std::fs::read(root().join(DOCUMENT)).unwrap()).unwrap();
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&doc), keys(&input));
+    assert_eq!(doc["sessionId"], input["sessionId"]);
+    let messages = doc["messages"].as_array().unwrap();
+    let marks: Vec<&str> = messages.iter().filter_map(|m| m["rivumi"].as_str()).collect();
+    assert_eq!(marks, ["history_summary_fallback", "pressure_reminder", "reanchor"], "{messages:?}");
+    assert!(messages.len() < input["messages"].as_array().unwrap().len() + marks.len());
+    let (dir, path) = temp_file("session-2025-10-01T08-00-70168920.json", &out);
+    let p = path_str(&path);
+    let o = run(&["decide", "--json", p]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_format"], "gemini-cli");
+    assert!(v["records"]["skipped"].get("unknown").is_none(), "{v}");
+    writes_nothing(p, "gemini-cli", &flags);
+    drop(dir);
+}
+
+/// A Gemini CLI session in JSON Lines keeps every record and gets one `$set` of
+/// `messages`, the compacted history, as Gemini CLI records its own compression.
+#[test]
+fn a_gemini_cli_session_gets_a_set_of_messages_it_can_resume_from() {
+    const SESSION: &str = "testdata/cases/gemini-cli-session/input.jsonl";
+    let flags = ["--runtime", "agent-runner", "--max-total-tokens", "20000"];
+    let input = std::fs::read(root().join(SESSION)).unwrap();
+    let out = compact(SESSION, "gemini-cli", &flags);
+    assert!(out.starts_with(&input), "the session is copied unchanged");
+    let added = records(&out[input.len()..]);
+    assert_eq!(added.len(), 1, "{added:?}");
+    let messages = added[0]["$set"]["messages"].as_array().unwrap();
+    assert!(messages.iter().any(|m| m["rivumi"] == "history_summary_fallback"), "{messages:?}");
+    let (dir, path) = temp_file("session.jsonl", &out);
+    let context = context_after_last_compaction(path_str(&path));
+    assert!(context.iter().any(|r| r["synthetic"] == "history_summary_fallback"), "{context:?}");
+    writes_nothing(path_str(&path), "gemini-cli", &flags);
+    drop(dir);
+}
+
+/// Shapes their agent never resumes from a file are not written back: a rollout of the
+/// TypeScript Codex (one JSON document) and a chat Gemini CLI saved with `/chat save`
+/// (it resumes those with `/chat resume`). Usage error, nothing written; read without
+/// `--output-format`, they compact as any transcript does.
+#[test]
+fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
+    let flags = ["--runtime", "agent-runner", "--max-total-tokens", "5000"];
+    for (case, format, why) in [
+        (
+            "codex-typescript-rollout",
+            "codex",
+            "is a rollout of the TypeScript Codex (0.1.x, one JSON document), which no Codex resumes",
+        ),
+        (
+            "gemini-cli-saved-chat",
+            "gemini-cli",
+            "is a chat saved with `/chat save`, which Gemini CLI resumes with `/chat resume`",
+        ),
+    ] {
+        let input = format!("testdata/cases/{case}/input.jsonl");
+        let mut args = vec!["run", input.as_str(), "--output-format", format];
+        args.extend_from_slice(&flags);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{case}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{case}: nothing is written");
+        assert!(stderr(&o).contains(why), "{case}: {}", stderr(&o));
+        assert!(stderr(&o).contains("leave --output-format out"), "{}", stderr(&o));
+        let mut args = vec!["run", input.as_str()];
+        args.extend_from_slice(&flags);
+        assert!(run(&args).status.success(), "{case}");
+    }
+}

@@ -447,6 +447,13 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
             canonical.format
         )));
     }
+    if let Some(why) = original.as_deref().and_then(|b| crate::formats::not_resumable(canonical.format, b)) {
+        return Err(Error::Usage(format!(
+            "--output-format {} writes a session back for its agent to resume: {} is {why}; leave --output-format out to write the compacted transcript",
+            canonical.format,
+            input.display_name()
+        )));
+    }
     let mut s = settings.clone();
     s.input_format = canonical.format;
     let bytes = &canonical.bytes;

@@ -239,7 +239,10 @@ impl<'a> Walk<'a> {
             return true;
         }
         let Ok(opened) = Opened::file(p) else { return true }; // its error is reported when it is read
-        crate::formats::detect_for(p, opened.head()) != InputFormat::Auto
+                                                               // An empty list (Gemini CLI's `logs.json` of a session with no prompt typed) is
+                                                               // nothing a folder holds a transcript in.
+        let empty_list = opened.head().iter().filter(|b| !b.is_ascii_whitespace()).eq(b"[]".iter());
+        !empty_list && crate::formats::detect_for(p, opened.head()) != InputFormat::Auto
     }
 
     /// An entry that is no folder (what a link points to, when it is a link).

@@ -1,8 +1,14 @@
 //! Codex CLI rollout JSONL (SPEC 1 "Other formats"): `response_item` messages and
 //! calls paired with their outputs by `call_id`, `token_count` usage attached to the
-//! latest assistant item, `turn_context` constraints, `compacted` history.
+//! latest assistant item, `turn_context` constraints, `compacted` history. Also the
+//! rollouts of the versions before the `{type, payload}` wrapper: response items one per
+//! line (the first Rust versions, 2025) or in one JSON document (the TypeScript Codex,
+//! 0.1.x).
 
-use super::common::{json_lines, message, text_of, tool_result, Call, CanonicalRecord, EventRecord, Imported};
+use super::common::{
+    document_error, is_document, json_document, json_lines, message, text_of, tool_result, Call, CanonicalRecord,
+    EventRecord, Imported,
+};
 use crate::error::Result;
 use crate::transcript::{Event, Role, Skip};
 use serde_json::{json, Map, Value};
@@ -43,14 +49,24 @@ pub fn is_call(item: &Value) -> bool {
     matches!(item.get("type").and_then(Value::as_str), Some("function_call" | "custom_tool_call" | "local_shell_call"))
 }
 
+/// Whether the input is a rollout of the TypeScript Codex (0.1.x): one JSON document,
+/// which no Codex resumes (the later versions read JSON Lines only).
+pub fn is_typescript_rollout(raw: &[u8]) -> bool {
+    is_document(raw, "items")
+}
+
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
-    let lines = json_lines(raw, file)?;
     let mut st = State::default();
+    if is_typescript_rollout(raw) {
+        st.document(&json_document(raw, file)?, raw, file)?;
+        return Ok(st.finish());
+    }
+    let lines = json_lines(raw, file)?;
     for (line, r) in &lines {
         st.out.begin(*line);
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         let Some(p) = r.get("payload") else {
-            st.bare(r, ty, *line);
+            st.bare(r, ty, &format!("L{line}"));
             continue;
         };
         match ty {
@@ -120,21 +136,21 @@ struct State {
 }
 
 impl State {
-    /// A line of a rollout written before the `{type, payload}` wrapper: the session's
-    /// `{id, timestamp, instructions}` first line, `{"record_type": "state"}` lines, and
-    /// response items one per line.
-    fn bare(&mut self, r: &Value, ty: &str, line: usize) {
+    /// A record of a rollout written before the `{type, payload}` wrapper (`id` names
+    /// the item it makes): the session's `{id, timestamp, instructions}`,
+    /// `{"record_type": "state"}` lines, and response items.
+    fn bare(&mut self, r: &Value, ty: &str, id: &str) {
         if r.get("record_type").is_some() {
             self.out.leave_out(Skip::Bookkeeping);
         } else if BARE_ITEMS.contains(&ty) || (ty.is_empty() && r.get("role").is_some()) {
-            self.item(r, &format!("L{line}"));
+            self.item(r, id);
         } else if ty.is_empty() && r.get("id").is_some() && self.session_id.is_none() {
             self.session_id = r.get("id").and_then(Value::as_str).map(str::to_string);
             // The instructions the session ran with are its system text.
             match r.get("instructions").and_then(Value::as_str).filter(|s| !s.trim().is_empty()) {
                 Some(text) => {
                     let turn = self.turn_id();
-                    let at = self.out.push(message(&format!("L{line}"), &turn, Role::System, json!(text)));
+                    let at = self.out.push(message(id, &turn, Role::System, json!(text)));
                     self.awaiting_context.push(at);
                 }
                 None => self.out.leave_out(Skip::Header),
@@ -142,6 +158,26 @@ impl State {
         } else {
             self.out.skip(if ty.is_empty() { "(no type)" } else { ty });
         }
+    }
+
+    /// The rollout of the TypeScript Codex (0.1.x, spring 2025): one JSON document
+    /// `{session: {timestamp, id, instructions}, items: […]}`, the items as the Responses
+    /// API has them. The session and every item are records (no line of their own).
+    fn document(&mut self, doc: &Value, raw: &[u8], file: &Path) -> Result<()> {
+        let items = doc
+            .get("items")
+            .and_then(Value::as_array)
+            .ok_or_else(|| document_error(raw, file, "items", "expected a Codex rollout with an \"items\" array"))?;
+        if let Some(session) = doc.get("session") {
+            self.out.begin(0);
+            self.bare(session, "", "S");
+        }
+        for (k, item) in items.iter().enumerate() {
+            self.out.begin(0);
+            let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+            self.bare(item, ty, &format!("I{}", k + 1));
+        }
+        Ok(())
     }
 
     fn turn_context(&mut self, p: &Value) {

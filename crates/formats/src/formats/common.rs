@@ -231,6 +231,22 @@ pub fn json_lines(raw: &[u8], file: &Path) -> Result<Vec<(usize, Value)>> {
     Ok(out)
 }
 
+/// Whether the input is one JSON document rather than JSON Lines: written pretty-printed
+/// (a first line of `{` alone), or on one line whose object holds the list `list` (the
+/// older Gemini CLI session's `messages`, the TypeScript Codex rollout's `items`).
+pub fn is_document(raw: &[u8], list: &str) -> bool {
+    let text = String::from_utf8_lossy(&raw[..raw.len().min(crate::source::SNIFF_BYTES)]);
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    match text.lines().next() {
+        Some(first) if first.trim() == "{" => true,
+        Some(first) => {
+            serde_json::from_str::<Map<String, Value>>(first).is_ok_and(|m| m.get(list).is_some_and(Value::is_array))
+                && text.lines().filter(|l| !l.trim().is_empty()).count() == 1
+        }
+        None => false,
+    }
+}
+
 /// A whole-file JSON document (SWE-agent, OpenHands), with positions.
 pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
     let text = utf8_text(raw, file)?;

@@ -6,6 +6,10 @@
 //!   `{"$rewindTo": id}`, which drops that message and every later one;
 //! - one JSON document `{sessionId, …, messages: […]}` (older versions).
 //!
+//! And a chat saved with `/chat save TAG` (`~/.gemini/tmp/<project>/checkpoint-TAG.json`,
+//! every version; before 0.5 the only record of a conversation): the history as the
+//! model is sent it, a list of `{role, parts}` contents, alone or under `history`.
+//!
 //! The history is read as the agent reads it back: `user` messages (text and
 //! `functionResponse` parts), `gemini` messages (text, `functionCall` parts or
 //! `toolCalls` with their `result`, `tokens` per reply); `info`, `error` and `warning`
@@ -14,7 +18,9 @@
 //! is kept (it feeds cumulative usage and the re-anchor facts), then a completed
 //! compaction, then the new history, restated.
 
-use super::common::{document_error, json_document, message, text_of, tool_result, Call, EventRecord, Imported};
+use super::common::{
+    document_error, is_document, json_document, message, text_of, tool_result, Call, EventRecord, Imported,
+};
 use crate::error::Result;
 use crate::transcript::{Event, Role, Skip, Usage};
 use serde_json::{json, Map, Value};
@@ -23,6 +29,9 @@ use std::path::Path;
 
 /// The text Gemini CLI's compression prompt asks the summary to be wrapped in.
 const SNAPSHOT: &str = "<state_snapshot>";
+/// How the context Gemini CLI sends first opens (versions before `<session_context>`
+/// wrapped it; a saved chat holds it).
+const CONTEXT: &str = "This is the Gemini CLI. We are setting up the context for our chat.";
 /// The reply Gemini CLI writes after the summary of a compression (a fixed text).
 const ACKNOWLEDGED: &str = "Got it. Thanks for the additional context!";
 
@@ -40,9 +49,17 @@ pub fn token_limit(model: &str) -> u64 {
     }
 }
 
+/// Whether the input is a chat saved with `/chat save`, which Gemini CLI resumes with
+/// `/chat resume`, not from a session file.
+pub fn is_saved_chat(raw: &[u8]) -> bool {
+    let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+    raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+        || (is_document(raw, "history") && !is_document(raw, "messages"))
+}
+
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut st = State::default();
-    if is_document(raw) {
+    if is_saved_chat(raw) || is_document(raw, "messages") {
         st.document(&json_document(raw, file)?, raw, file)?;
     } else {
         for (line, r) in super::common::json_lines(raw, file)? {
@@ -78,23 +95,6 @@ fn subagent_files(file: &Path, session: Option<&str>) -> Vec<std::path::PathBuf>
         .collect();
     out.sort();
     out
-}
-
-/// Whether the input is one JSON document (the older shape, written pretty-printed or
-/// on one line with its `messages`) rather than JSON Lines.
-fn is_document(raw: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(&raw[..raw.len().min(crate::source::SNIFF_BYTES)]);
-    let text = text.trim_start_matches('\u{feff}').trim_start();
-    match text.lines().next() {
-        Some(first) if first.trim() == "{" => true,
-        Some(first) => {
-            // One line holding the whole document: a `messages` array at its top level.
-            serde_json::from_str::<Map<String, Value>>(first)
-                .is_ok_and(|m| m.get("messages").is_some_and(Value::is_array))
-                && text.lines().filter(|l| !l.trim().is_empty()).count() == 1
-        }
-        None => false,
-    }
 }
 
 /// One message of the history as the agent holds it, and the input record its copy
@@ -150,10 +150,25 @@ impl State {
         }
     }
 
-    /// The older shape: metadata and a `messages` list; every message is a record.
+    /// The older shape: metadata and a `messages` list; every message is a record. Or
+    /// a saved chat's list of contents.
     fn document(&mut self, doc: &Value, raw: &[u8], file: &Path) -> Result<()> {
+        let saved = match doc {
+            Value::Array(contents) => Some(contents),
+            _ if doc.get("messages").is_none() => doc.get("history").and_then(Value::as_array),
+            _ => None,
+        };
+        if let Some(contents) = saved {
+            self.saved_chat(contents);
+            return Ok(());
+        }
         let messages = doc.get("messages").and_then(Value::as_array).ok_or_else(|| {
-            document_error(raw, file, "messages", "expected a Gemini CLI session with a \"messages\" array")
+            document_error(
+                raw,
+                file,
+                "messages",
+                "expected a Gemini CLI session with a \"messages\" array, or a saved chat's \"history\"",
+            )
         })?;
         self.metadata(doc);
         for m in messages {
@@ -165,6 +180,34 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// A saved chat: each content a record, read as the message of its role (`user`,
+    /// `model`) would be; no ids, usage or model. A history that opens with a
+    /// compression's summary was compressed before it was saved: a completed compaction
+    /// is recorded before the summary.
+    fn saved_chat(&mut self, contents: &[Value]) {
+        let messages: Vec<Value> = contents
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let ty = match c.get("role").and_then(Value::as_str) {
+                    Some("model") => "gemini",
+                    Some(role) => role,
+                    None => "(no role)",
+                };
+                json!({"id": format!("c{}", k + 1), "type": ty, "content": c.get("parts").cloned().unwrap_or(Value::Null)})
+            })
+            .collect();
+        let summary = compression_summary(&messages, &HashSet::new());
+        for m in messages {
+            let origin = self.out.begin(0);
+            if summary.as_deref() == m.get("id").and_then(Value::as_str) {
+                self.flush(Some(0));
+            }
+            self.upsert(m, origin, 0);
+        }
+        self.summaries.extend(summary);
     }
 
     fn metadata(&mut self, r: &Value) {
@@ -366,7 +409,7 @@ impl State {
         }
         // The context the agent sends first (`<session_context>`, hook context) and its
         // own compression snapshot belong to the turn they open, not a prompt of their own.
-        let context = ["<session_context>", "<hook_context>"].iter().any(|p| trimmed.starts_with(p));
+        let context = [CONTEXT, "<session_context>", "<hook_context>"].iter().any(|p| trimmed.starts_with(p));
         // A message this tool wrote back (`--output-format gemini-cli`) is its injected kind.
         let injected = m.get(super::openhands::INJECTED_KEY).and_then(Value::as_str);
         if !context && !trimmed.contains(SNAPSHOT) && injected.is_none() && !self.summaries.contains(id) {
@@ -375,8 +418,13 @@ impl State {
         if context && self.workspace.is_none() {
             self.workspace = workspace_of(trimmed);
         }
+        // The setup context of the versions before `<session_context>`, a content of its
+        // own in a saved chat, is the agent's instructions, not the user's words: like a
+        // Codex rollout's developer messages, never counted into the protected head
+        // (which would summarize the user's task away).
+        let role = if trimmed.starts_with(CONTEXT) { Role::System } else { Role::User };
         let item = self.item_id(id, m);
-        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), Role::User, json!(text));
+        let mut rec = message(&item, &format!("turn-{}", self.turn.max(1)), role, json!(text));
         rec.set_synthetic(injected.map(str::to_string));
         self.out.push_from(l.origin, l.line, rec);
     }
@@ -525,25 +573,20 @@ fn is_snapshot(m: &Value) -> bool {
                 .any(|p| p.get("text").and_then(Value::as_str).is_some_and(|t| t.contains(SNAPSHOT))))
 }
 
-/// What a write-back needs of a session: the metadata and messages of a session of
-/// the older single-document shape (`None` for JSON Lines), and the message each item
-/// was read from, by item id.
+/// What a write-back needs of a session: the whole document of a session of the older
+/// single-document shape (`None` for JSON Lines), and the message each item was read
+/// from, by item id.
 pub struct Sources {
-    pub document: Option<(Map<String, Value>, Vec<Value>)>,
+    pub document: Option<Map<String, Value>>,
     pub by_item: HashMap<String, Value>,
 }
 
 pub fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
     let mut st = State::default();
-    let document = if is_document(raw) {
+    let document = if is_saved_chat(raw) || is_document(raw, "messages") {
         let doc = json_document(raw, file)?;
         st.document(&doc, raw, file)?;
-        let mut meta = doc.as_object().cloned().unwrap_or_default();
-        let messages = match meta.remove("messages") {
-            Some(Value::Array(m)) => m,
-            _ => Vec::new(),
-        };
-        Some((meta, messages))
+        doc.as_object().cloned()
     } else {
         for (line, r) in super::common::json_lines(raw, file)? {
             st.out.begin(line);

@@ -69,7 +69,9 @@ impl InputFormat {
         match self {
             InputFormat::SweAgent => &["traj"],
             InputFormat::Openhands => &["json"],
-            InputFormat::GeminiCli => &["jsonl", "json"],
+            // Codex's own folder holds rollouts only: JSON Lines, or the TypeScript
+            // versions' documents (`rollout-*.json`).
+            InputFormat::GeminiCli | InputFormat::Codex => &["jsonl", "json"],
             // `auto` takes `.json` files only when their head shows a transcript (a config
             // file beside transcripts is no input): see `inputs`.
             InputFormat::Auto => &["jsonl", "traj", "json"],
@@ -244,6 +246,20 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     })
 }
 
+/// Why a session of `format` cannot be written back for its agent to resume, when it
+/// cannot: a shape the agent itself never resumes from its file.
+pub fn not_resumable(format: InputFormat, raw: &[u8]) -> Option<&'static str> {
+    match format {
+        InputFormat::Codex if codex::is_typescript_rollout(raw) => {
+            Some("a rollout of the TypeScript Codex (0.1.x, one JSON document), which no Codex resumes")
+        }
+        InputFormat::GeminiCli if gemini_cli::is_saved_chat(raw) => Some(
+            "a chat saved with `/chat save`, which Gemini CLI resumes with `/chat resume`, not from a session file",
+        ),
+        _ => None,
+    }
+}
+
 /// The records of `raw` under one format; `None` for canonical input (read as it is).
 fn import_as(raw: &[u8], file: &Path, format: InputFormat) -> Result<Option<common::Imported>> {
     Ok(Some(match format {
@@ -354,8 +370,19 @@ pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
 pub fn detect(raw: &[u8]) -> InputFormat {
     let text = String::from_utf8_lossy(&raw[..raw.len().min(crate::source::SNIFF_BYTES)]);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    if trimmed.starts_with('[') {
-        return InputFormat::Openhands;
+    // A JSON array: OpenHands events, or a Gemini CLI chat saved with `/chat save` (the
+    // model's contents, `{role, parts}`); Gemini CLI's log of the user's prompts
+    // (`logs.json` beside the saved chats: `sessionId`, `messageId`) is no transcript.
+    if let Some(list) = trimmed.strip_prefix('[') {
+        let keys = FirstRecord::read(list.trim_start()).keys;
+        let has = |k: &str| keys.iter().any(|x| x == k);
+        return if is_content(&keys) {
+            InputFormat::GeminiCli
+        } else if has("sessionId") && has("messageId") {
+            InputFormat::Auto
+        } else {
+            InputFormat::Openhands
+        };
     }
     let Some(first) = trimmed.lines().find(|l| !l.trim().is_empty()) else {
         return InputFormat::Rivumi;
@@ -365,9 +392,17 @@ pub fn detect(raw: &[u8]) -> InputFormat {
         // after a long `trajectory`, past the head) and OpenHands dumps.
         let has = |k: &str| trimmed.contains(&format!("\"{k}\""));
         // A Gemini CLI session of the versions before JSON Lines: metadata, then `messages`.
-        let gemini = has("projectHash") || (has("sessionId") && has("messages") && !has("history"));
+        let saved_chat = crate::scan::value_offset(trimmed, "history[0]")
+            .is_some_and(|at| is_content(&FirstRecord::read(&trimmed[at..]).keys));
+        let gemini = has("projectHash") || (has("sessionId") && has("messages") && !has("history")) || saved_chat;
+        // A rollout of the TypeScript Codex (0.1.x): `session`, then `items`, and nothing
+        // else (told by its own top-level keys, not by a word that its texts may hold).
+        let keys = FirstRecord::read(trimmed).keys;
+        let codex = keys.first().is_some_and(|k| k == "session") && keys.iter().all(|k| k == "session" || k == "items");
         return if gemini {
             InputFormat::GeminiCli
+        } else if codex {
+            InputFormat::Codex
         } else if has("trajectory") || has("tool_call_ids") || has("replay_config") {
             InputFormat::SweAgent
         } else if has("history") {
@@ -389,6 +424,12 @@ pub fn detect(raw: &[u8]) -> InputFormat {
     })
 }
 
+/// Whether an object's keys are those of one of the Gemini API's contents (`{role,
+/// parts}`), the entries of a chat Gemini CLI saved.
+fn is_content(keys: &[String]) -> bool {
+    keys.iter().any(|k| k == "parts") && keys.iter().all(|k| k == "parts" || k == "role")
+}
+
 /// The top-level keys of a record and its `type`, as far as the text goes: keys are
 /// recorded as they are met, so a record cut off by the end of the head still tells.
 #[derive(Default)]
@@ -406,9 +447,12 @@ impl FirstRecord {
             return Some(InputFormat::Codex);
         }
         // A Codex rollout of the versions before the `{type, payload}` wrapper (2025): a
-        // bare `{id, timestamp, instructions}` first line, `record_type` state lines.
+        // bare `{id, timestamp, instructions}` first line, `record_type` state lines, or
+        // the TypeScript versions' one document.
         let legacy_meta = self.ty.is_none() && has("id") && has("timestamp") && (has("instructions") || has("git"));
-        if legacy_meta || has("record_type") {
+        // The TypeScript Codex's rollout written on one line: `{session, items}`.
+        let document = self.ty.is_none() && has("session") && has("items");
+        if legacy_meta || has("record_type") || document {
             return Some(InputFormat::Codex);
         }
         // Gemini CLI: its metadata line (`sessionId` and `projectHash`), its `$set` and

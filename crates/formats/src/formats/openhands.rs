@@ -2,7 +2,9 @@
 //! whose lines carry a `history` array. Actions and observations pair by `cause` /
 //! `tool_call_metadata.tool_call_id`; usage is counted once per model response id.
 
-use super::common::{json_document, json_lines, message, text_of, tool_result, Call, EventRecord, Imported};
+use super::common::{
+    is_document, json_document, json_lines, message, text_of, tool_result, Call, EventRecord, Imported,
+};
 use super::DEFAULT_SHELL_TOOLS;
 use crate::error::{Error, Result};
 use crate::transcript::{Event, Role, Skip, Usage};
@@ -268,8 +270,10 @@ fn events(raw: &[u8], file: &Path) -> Result<Vec<Value>> {
             _ => Err(Error::bad_input(file, "expected a JSON array of events")),
         };
     }
+    // One run pretty-printed (`jq . output.jsonl`): a document with its `history`.
+    let runs = if is_document(raw, "history") { vec![(1, json_document(raw, file)?)] } else { json_lines(raw, file)? };
     let mut all = Vec::new();
-    for (_, line) in json_lines(raw, file)? {
+    for (_, line) in runs {
         match line.get("history") {
             Some(Value::Array(h)) => all.extend(h.iter().cloned()),
             _ => all.push(line),

@@ -3,9 +3,10 @@
 //! which Gemini CLI's loader takes in place of the messages before it. Kept messages are
 //! the session's own records, copied as they were (a reply keeps its `toolCalls` and
 //! their results); injected texts are user messages marked with a `rivumi` field of
-//! their kind. A session of the older single-document shape is first written as JSON
-//! Lines (its metadata, then one record per message), as Gemini CLI does when it
-//! resumes one.
+//! their kind. A session of the older single-document shape (the versions before 0.40,
+//! which read no other shape and record no compression) is written as that document,
+//! its `messages` the new history: what those versions resume, and what the later ones
+//! take in as well.
 
 use super::Compaction;
 use crate::engine::Processed;
@@ -25,26 +26,34 @@ pub(super) fn write(
     let file = &done.transcript_name;
     let sources = crate::formats::gemini_cli::sources(original, file)?;
     let io = |e: std::io::Error| crate::error::Error::write(file, e);
-    let mut last_timestamp = Value::Null;
-    if let Some((meta, messages)) = &sources.document {
-        writeln!(w, "{}", Value::Object(meta.clone())).map_err(io)?;
-        for message in messages {
-            writeln!(w, "{message}").map_err(io)?;
-        }
-        last_timestamp = meta.get("lastUpdated").cloned().unwrap_or(Value::Null);
-    } else {
+    let document = sources.document.is_some();
+    let Some(compaction) = compaction else {
         w.write_all(original).map_err(io)?;
-        if !original.is_empty() && !original.ends_with(b"\n") {
+        if !document && !original.is_empty() && !original.ends_with(b"\n") {
             w.write_all(b"\n").map_err(io)?;
         }
-    }
-    let Some(compaction) = compaction else { return Ok(()) };
+        return Ok(());
+    };
+    let meta = sources.document.as_ref().and_then(|doc| doc.get("lastUpdated").cloned());
+    let mut last_timestamp = meta.unwrap_or(Value::Null);
     for message in sources.by_item.values() {
         if let Some(ts) = message.get("timestamp").filter(|ts| ts.as_str() > last_timestamp.as_str()) {
             last_timestamp = ts.clone();
         }
     }
     let messages = history(done, compaction, &sources, &last_timestamp);
+    if let Some(doc) = &sources.document {
+        // The document as it was, its keys in their order, with the new history.
+        let mut doc = doc.clone();
+        doc.insert("messages".into(), Value::Array(messages));
+        doc.insert("lastUpdated".into(), last_timestamp);
+        serde_json::to_writer_pretty(&mut *w, &doc).map_err(|e| io(e.into()))?;
+        return Ok(());
+    }
+    w.write_all(original).map_err(io)?;
+    if !original.is_empty() && !original.ends_with(b"\n") {
+        w.write_all(b"\n").map_err(io)?;
+    }
     let set = json!({"$set": {"messages": messages, "lastUpdated": last_timestamp}});
     writeln!(w, "{set}").map_err(io)?;
     Ok(())
