@@ -40,6 +40,11 @@ def agent_noise(role, text):
         or t.startswith("<system-reminder>")
         or t.startswith("<environment_context>")
         or t.startswith("<session_context>")
+        # The instructions Codex sends as user messages (AGENTS.md, skills): read as
+        # developer messages.
+        or t.startswith("# AGENTS.md instructions")
+        or t.startswith(("<user_instructions>", "<skills_instructions>", "<apps_instructions>",
+                         "<collaboration_mode>", "<personality_spec>"))
         # Gemini CLI's setup context before it was wrapped (versions before 0.2x), and its
         # fixed reply to it.
         or t.startswith("This is the Gemini CLI. We are setting up the context for our chat.")

@@ -497,3 +497,58 @@ fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
         assert!(run(&args).status.success(), "{case}");
     }
 }
+
+/// The instructions Codex writes as user messages before the task (AGENTS.md, the
+/// environment, skills) are not the conversation's first items: the protected head
+/// keeps the user's task, in the transcript and in the written-back history (they took
+/// both protected places, and the task was summarized away).
+#[test]
+fn a_codex_task_after_agents_md_and_the_environment_stays_protected() {
+    use serde_json::json;
+    let item =
+        |payload: Value| json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "response_item", "payload": payload});
+    let said = |role: &str, text: &str| {
+        let kind = if role == "assistant" { "output_text" } else { "input_text" };
+        item(json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]}))
+    };
+    let mut lines = vec![
+        json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "session_meta", "payload": {"id": "s1", "cwd": "/tmp/repo", "cli_version": "0.80.0"}}),
+        json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "turn_context", "payload": {"cwd": "/tmp/repo", "model": "gpt-5"}}),
+        said("user", "# AGENTS.md instructions for /tmp/repo\n\n<INSTRUCTIONS>\nKeep diffs small.\n</INSTRUCTIONS>"),
+        said("user", "<environment_context>\n  <cwd>/tmp/repo</cwd>\n  <shell>bash</shell>\n</environment_context>"),
+        said("user", "Make the tests pass."),
+    ];
+    for k in 0..5 {
+        let call_id = format!("call_{k}");
+        lines.push(item(json!({"type": "function_call", "name": "shell", "call_id": call_id,
+            "arguments": json!({"command": ["bash", "-lc", format!("cargo test --test t{k}")]}).to_string()})));
+        lines.push(item(
+            json!({"type": "function_call_output", "call_id": call_id, "output": "test output ".repeat(200)}),
+        ));
+    }
+    lines.push(said("assistant", "All tests pass."));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (dir, path) = temp_file("rollout.jsonl", text.as_bytes());
+    let p = path_str(&path);
+    let mut args = vec!["run", p];
+    args.extend_from_slice(BUDGET);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items = records(&o.stdout);
+    let roles: Vec<&str> = items[1..3].iter().map(|r| r["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["developer", "developer"], "the instructions Codex wrote");
+    let task = items.iter().position(|r| r["content"] == "Make the tests pass.").expect("the task is kept");
+    let summary = items.iter().position(|r| r["synthetic"] == "history_summary_fallback").expect("a fallback");
+    assert!(task < summary, "the task is in the protected head");
+    // Written back, the history keeps the instructions and the task, as the rollout has them.
+    let out = compact(p, "codex", BUDGET);
+    let history = records(&out).iter().rev().find(|r| r["type"] == "compacted").unwrap()["payload"]
+        ["replacement_history"]
+        .clone();
+    let head: Vec<(&str, &str)> = history.as_array().unwrap()[..3]
+        .iter()
+        .map(|h| (h["role"].as_str().unwrap(), &h["content"][0]["text"].as_str().unwrap()[..12]))
+        .collect();
+    assert_eq!(head, [("user", "# AGENTS.md "), ("user", "<environment"), ("user", "Make the tes")]);
+    drop(dir);
+}

@@ -260,6 +260,11 @@ impl State {
         if prompt {
             self.turns += 1;
         }
+        // What Codex sends as user messages but writes itself (AGENTS.md, the
+        // environment, skills, the collaboration mode) is instructions, not history: read
+        // as developer messages, never counted into the protected head (which would
+        // summarize the user's task away). A write-back copies the rollout's own item.
+        let typed = if context && is_instructions(&text) { Role::Developer } else { typed };
         let turn = self.turn_id();
         let mut m = message(id, &turn, typed, json!(text));
         m.set_synthetic(injected.map(str::to_string));
@@ -513,6 +518,23 @@ impl State {
 /// A user message that is context Codex sends, not a prompt: one tagged block
 /// (`<environment_context>…</environment_context>`, `<user_instructions>…`) or the
 /// AGENTS.md instructions.
+/// The context Codex writes itself as a user message to carry instructions (not the
+/// user's words, nor a note about the history such as `<turn_aborted>` or the user's own
+/// `<user_shell_command>`).
+fn is_instructions(text: &str) -> bool {
+    const TAGS: &[&str] = &[
+        "<environment_context>",
+        "<user_instructions>",
+        "<skills_instructions>",
+        "<apps_instructions>",
+        "<collaboration_mode>",
+        "<personality_spec>",
+        "<permissions instructions>",
+    ];
+    let t = text.trim_start();
+    t.starts_with("# AGENTS.md instructions") || TAGS.iter().any(|tag| t.starts_with(tag))
+}
+
 fn is_context(text: &str) -> bool {
     let t = text.trim();
     if t.starts_with("# AGENTS.md instructions") {
