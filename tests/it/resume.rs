@@ -270,6 +270,10 @@ fn a_codex_rollout_gets_a_compacted_record_it_can_resume_from() {
         .filter(|t| t.starts_with("[rivumi]"))
         .collect();
     assert_eq!(texts.len(), 3, "summary, reminder and re-anchor: {texts:?}");
+    // Codex before 0.59 resumes from `message` alone: it carries all three too.
+    let compacted = records(&out).into_iter().rev().find(|r| r["type"] == "compacted").unwrap();
+    let message = compacted["payload"]["message"].as_str().unwrap();
+    assert_eq!(message, texts.join("\n\n"));
     let (dir, path) = temp_file("rollout.jsonl", &out);
     let p = path_str(&path);
     let context = context_after_last_compaction(p);

@@ -102,7 +102,8 @@ pub struct Trigger {
     #[serde(deserialize_with = "positive_opt")]
     pub limit_tokens: Option<u64>,
     /// How replay estimates what follows the last reported usage: as this tool does
-    /// (SPEC 1), or as the agent does (`claude-code`, `codex`; set by their profiles).
+    /// (SPEC 1), or as the agent does (`claude-code`, `codex`, `gemini-cli`,
+    /// `last-usage`; set by their profiles).
     pub estimator: Estimator,
 }
 
@@ -122,6 +123,9 @@ pub enum Estimator {
     /// Gemini CLI: the last response's prompt tokens alone (what it compares before
     /// each request; the reply and the tool results after it are not counted).
     GeminiCli,
+    /// The last reported usage's total alone, nothing estimated after it (Claude Code
+    /// before 1.0 compares the last assistant message's usage).
+    LastUsage,
 }
 
 /// Evaluation points of a trigger (SPEC 12).

@@ -133,6 +133,10 @@ struct State {
     outputs: HashMap<String, usize>,
     /// The Codex version the session recorded (`cli_version`).
     version: Option<String>,
+    /// The user's prompts so far (what a compaction of the versions before 0.59 restates).
+    prompts: Vec<String>,
+    /// Whether the items read are a compaction's restated history.
+    restating: bool,
 }
 
 impl State {
@@ -259,6 +263,9 @@ impl State {
         }
         if prompt {
             self.turns += 1;
+            if !self.restating {
+                self.prompts.push(text.clone());
+            }
         }
         // What Codex sends as user messages but writes itself (AGENTS.md, the
         // environment, skills, the collaboration mode) is instructions, not history: read
@@ -432,13 +439,25 @@ impl State {
         ));
         self.open_assistant = None;
         self.last_assistant = None;
-        let history = p.get("replacement_history").and_then(Value::as_array).cloned().unwrap_or_default();
+        // Codex before 0.59 recorded the summary alone: the model then sees one user
+        // message that restates the user's prompts and carries the summary (Codex's own
+        // words around them are not reproduced here).
+        let history = if let Some(history) = p.get("replacement_history").and_then(Value::as_array) {
+            history.clone()
+        } else {
+            let summary = p.get("message").and_then(Value::as_str).unwrap_or("");
+            let text: Vec<&str> =
+                self.prompts.iter().map(String::as_str).chain([summary]).filter(|t| !t.is_empty()).collect();
+            let content = [json!({"type": "input_text", "text": text.join("\n\n")})];
+            vec![json!({"type": "message", "role": "user", "content": content})]
+        };
         let first = self.out.records.len();
         // The history the model sees from now on: messages, and calls with their outputs
         // (which a compaction written by this tool keeps).
         // Each user message of the history opens a turn of its own (the turns it
         // restates), so that a later checkpoint can still tell them apart.
         let turn = self.turn.clone();
+        self.restating = true;
         for (k, item) in history.iter().enumerate() {
             let id = format!("L{line}.{k}");
             let user = item.get("role").and_then(Value::as_str) == Some("user")
@@ -452,6 +471,7 @@ impl State {
             }
         }
         self.turn = turn;
+        self.restating = false;
         // Usage belongs to the model calls after the compaction, never to a restated
         // item: a restated assistant message carries a usage of size 0 (no call).
         for rec in self.out.records[first..].iter_mut().filter_map(CanonicalRecord::as_message_mut) {

@@ -309,7 +309,7 @@ impl AgentFigure {
         }
         match self.estimator {
             Estimator::ClaudeCode => blocks.iter().for_each(|&c| self.add_chars(c)),
-            Estimator::GeminiCli => {}
+            Estimator::GeminiCli | Estimator::LastUsage => {}
             _ => self.after += item.estimate_bytes().div_ceil(4) + 6,
         }
     }

@@ -74,7 +74,7 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
     // has no number: the appended records go on from the rollout's last one.
     let ordinal = lines.iter().filter_map(|(_, r)| r.get("ordinal")?.as_u64()).max();
     let mut out = vec![
-        json!({"timestamp": timestamp, "type": "compacted", "payload": {"message": c.summary, "replacement_history": history}}),
+        json!({"timestamp": timestamp, "type": "compacted", "payload": {"message": message(c), "replacement_history": history}}),
         json!({"timestamp": timestamp, "type": "event_msg", "payload": {"type": "context_compacted"}}),
     ];
     if let Some(last) = ordinal {
@@ -83,6 +83,22 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
         }
     }
     Ok(out)
+}
+
+/// The compaction's `message`: the texts it injects (the summary, the reminder, the
+/// re-anchor block), in order. Codex before 0.59 reads no `replacement_history`: it
+/// resumes with a bridge it builds from the user's messages and this text, which then
+/// carries the re-anchor facts too; later versions take the history and leave it.
+fn message(c: &Compaction) -> String {
+    let texts: Vec<&str> = c
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Injected(m) => Some(m.content.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n\n")
 }
 
 /// Puts `ordinal` where Codex writes it: after `timestamp`.
