@@ -500,6 +500,19 @@ fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
         args.extend_from_slice(&flags);
         assert!(run(&args).status.success(), "{case}");
     }
+    // The later saved chat: the contents under `history`, pretty-printed.
+    let contents: Value = serde_json::from_slice(
+        &std::fs::read(root().join("testdata/cases/gemini-cli-saved-chat/input.jsonl")).unwrap(),
+    )
+    .unwrap();
+    let later = serde_json::json!({"history": contents, "authType": "gemini-api-key"});
+    let (dir, path) = temp_file("checkpoint-fix.json", serde_json::to_string_pretty(&later).unwrap().as_bytes());
+    let mut args = vec!["run", path_str(&path), "--output-format", "gemini-cli"];
+    args.extend_from_slice(&flags);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a chat saved with `/chat save`"), "{}", stderr(&o));
+    drop(dir);
 }
 
 /// The instructions Codex writes as user messages before the task (AGENTS.md, the

@@ -53,13 +53,18 @@ pub fn token_limit(model: &str) -> u64 {
 /// `/chat resume`, not from a session file.
 pub fn is_saved_chat(raw: &[u8]) -> bool {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
-    raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
-        || (is_document(raw, "history") && !is_document(raw, "messages"))
+    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => true,
+        // A document whose history is under `history` (and which is no session).
+        Some(b'{') if is_document(raw, "history") => serde_json::from_slice::<Map<String, Value>>(raw)
+            .is_ok_and(|doc| doc.get("messages").is_none() && doc.get("history").is_some_and(Value::is_array)),
+        _ => false,
+    }
 }
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut st = State::default();
-    if is_saved_chat(raw) || is_document(raw, "messages") {
+    if is_document(raw, "messages") || is_saved_chat(raw) {
         st.document(&json_document(raw, file)?, raw, file)?;
     } else {
         for (line, r) in super::common::json_lines(raw, file)? {
@@ -583,7 +588,7 @@ pub struct Sources {
 
 pub fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
     let mut st = State::default();
-    let document = if is_saved_chat(raw) || is_document(raw, "messages") {
+    let document = if is_document(raw, "messages") || is_saved_chat(raw) {
         let doc = json_document(raw, file)?;
         st.document(&doc, raw, file)?;
         doc.as_object().cloned()
