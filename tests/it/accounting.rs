@@ -423,23 +423,17 @@ fn a_gemini_cli_project_folder_gives_its_sessions_and_saved_chats() {
 /// that message (it held nothing: the summary the model sees was lost).
 #[test]
 fn an_old_codex_compaction_restates_the_prompts_and_its_summary() {
-    use serde_json::json;
-    let item =
-        |payload: Value| json!({"timestamp": "2025-10-20T10:00:00.000Z", "type": "response_item", "payload": payload});
-    let said = |role: &str, text: &str| {
-        let kind = if role == "assistant" { "output_text" } else { "input_text" };
-        item(json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]}))
-    };
+    use crate::support::{codex_message as said, jsonl};
     let lines = [
-        json!({"timestamp": "2025-10-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": "s050", "cwd": "/w", "cli_version": "0.50.0"}}),
+        serde_json::json!({"timestamp": "2025-10-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": "s050", "cwd": "/w", "cli_version": "0.50.0"}}),
         said("user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
         said("user", "Rename the config loader."),
         said("assistant", "Renamed it in src/config.rs."),
         said("user", "Now update the callers."),
-        json!({"timestamp": "2025-10-20T10:05:00.000Z", "type": "compacted", "payload": {"message": "The loader is renamed; callers in src/main.rs remain."}}),
+        serde_json::json!({"timestamp": "2025-10-20T10:05:00.000Z", "type": "compacted", "payload": {"message": "The loader is renamed; callers in src/main.rs remain."}}),
         said("assistant", "Updating src/main.rs."),
     ];
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let text = jsonl(&lines);
     let (dir, path) = temp_file("rollout-old.jsonl", text.as_bytes());
     let o = run(&["run", path_str(&path)]);
     assert!(o.status.success(), "{}", stderr(&o));

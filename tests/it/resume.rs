@@ -521,13 +521,8 @@ fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
 /// both protected places, and the task was summarized away).
 #[test]
 fn a_codex_task_after_agents_md_and_the_environment_stays_protected() {
+    use crate::support::{codex_item as item, codex_message as said, jsonl};
     use serde_json::json;
-    let item =
-        |payload: Value| json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "response_item", "payload": payload});
-    let said = |role: &str, text: &str| {
-        let kind = if role == "assistant" { "output_text" } else { "input_text" };
-        item(json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]}))
-    };
     let mut lines = vec![
         json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "session_meta", "payload": {"id": "s1", "cwd": "/tmp/repo", "cli_version": "0.80.0"}}),
         json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "turn_context", "payload": {"cwd": "/tmp/repo", "model": "gpt-5"}}),
@@ -544,7 +539,7 @@ fn a_codex_task_after_agents_md_and_the_environment_stays_protected() {
         ));
     }
     lines.push(said("assistant", "All tests pass."));
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let text = jsonl(&lines);
     let (dir, path) = temp_file("rollout.jsonl", text.as_bytes());
     let p = path_str(&path);
     let mut args = vec!["run", p];

@@ -37,3 +37,19 @@ pub fn temp_file(name: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
+
+/// A Codex rollout's `response_item` record.
+pub fn codex_item(payload: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"timestamp": "2026-12-07T10:00:00.000Z", "type": "response_item", "payload": payload})
+}
+
+/// A Codex rollout's message of `role` (`input_text`, or `output_text` for the assistant).
+pub fn codex_message(role: &str, text: &str) -> serde_json::Value {
+    let kind = if role == "assistant" { "output_text" } else { "input_text" };
+    codex_item(serde_json::json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]}))
+}
+
+/// Records as JSON Lines, each line ended.
+pub fn jsonl(records: &[serde_json::Value]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}

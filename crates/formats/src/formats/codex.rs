@@ -535,9 +535,6 @@ impl State {
     }
 }
 
-/// A user message that is context Codex sends, not a prompt: one tagged block
-/// (`<environment_context>…</environment_context>`, `<user_instructions>…`) or the
-/// AGENTS.md instructions.
 /// The context Codex writes itself as a user message to carry instructions (not the
 /// user's words, nor a note about the history such as `<turn_aborted>` or the user's own
 /// `<user_shell_command>`).
@@ -555,6 +552,9 @@ fn is_instructions(text: &str) -> bool {
     t.starts_with("# AGENTS.md instructions") || TAGS.iter().any(|tag| t.starts_with(tag))
 }
 
+/// A user message that is context Codex sends, not a prompt: one tagged block
+/// (`<environment_context>…</environment_context>`, `<user_instructions>…`) or the
+/// AGENTS.md instructions.
 fn is_context(text: &str) -> bool {
     let t = text.trim();
     if t.starts_with("# AGENTS.md instructions") {
