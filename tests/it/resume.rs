@@ -78,6 +78,11 @@ fn check_claude_code(input: &[u8], out: &[u8]) {
     let text = summary["message"]["content"].as_str().unwrap();
     assert!(text.starts_with("[rivumi] History summary fallback.") || summary["rivumi"] == "checkpoint", "{text}");
     assert!(text.contains("[rivumi] Re-anchor"), "the re-anchor block travels with the summary");
+    // Claude Code 2.0 resumes the leaf with the latest timestamp: every appended record
+    // is later than all the session holds, in order (ISO 8601 in UTC compares as text).
+    let latest = before.iter().filter_map(|r| r["timestamp"].as_str()).max().unwrap();
+    let stamps: Vec<&str> = new.iter().map(|r| r["timestamp"].as_str().unwrap()).collect();
+    assert!(stamps[0] > latest && stamps.windows(2).all(|w| w[0] < w[1]), "{latest} then {stamps:?}");
     let mut parent = b["uuid"].as_str().unwrap().to_string();
     let mut seen = HashSet::new();
     for r in &new[1..] {
@@ -114,10 +119,11 @@ fn check_claude_code(input: &[u8], out: &[u8]) {
     }
 }
 
-/// A record without what a copy changes: its ids, its parent links and its usage.
+/// A record without what a copy changes: its ids, its parent links, its timestamp and
+/// its usage.
 fn without_ids(r: &Value) -> Value {
     let mut r = r.clone();
-    for k in ["uuid", "parentUuid", "logicalParentUuid", "sourceToolAssistantUUID"] {
+    for k in ["uuid", "parentUuid", "logicalParentUuid", "sourceToolAssistantUUID", "timestamp"] {
         r.as_object_mut().unwrap().remove(k);
     }
     if let Some(m) = r.get_mut("message").and_then(Value::as_object_mut) {

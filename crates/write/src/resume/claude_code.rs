@@ -111,6 +111,19 @@ impl<'v> Session<'v> {
         }
     }
 
+    /// Gives the appended records timestamps after every one the session holds, 1 ms
+    /// apart in order: Claude Code 2.0 resumes the leaf with the latest timestamp (file
+    /// order breaks a tie, and a copy that kept its original's lost it to the original
+    /// chain). Left as they are when the session's timestamps are not RFC 3339.
+    fn stamp(&self, out: &mut [Value]) {
+        let parse = |v: &Value| humantime::parse_rfc3339(v.as_str()?).ok();
+        let Some(latest) = self.records.iter().filter_map(|r| r.get("timestamp").and_then(parse)).max() else { return };
+        for (k, r) in out.iter_mut().enumerate() {
+            let at = latest + std::time::Duration::from_millis(k as u64 + 1);
+            r["timestamp"] = json!(humantime::format_rfc3339_millis(at).to_string());
+        }
+    }
+
     /// A new record: the session's envelope and these fields.
     fn record(&self, parent: Option<&str>, fields: Value) -> Value {
         let mut r = Map::new();
@@ -183,6 +196,7 @@ pub(super) fn append(done: &Processed<'_>, c: &Compaction, original: &[u8]) -> R
             Step::Event(_) | Step::Record(_) => {}
         }
     }
+    s.stamp(&mut out);
     Ok(out)
 }
 
