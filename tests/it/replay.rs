@@ -329,3 +329,20 @@ fn svg_and_out_dir_naming_one_path_is_a_usage_error_before_anything_is_written()
     assert!(stderr(&o).contains("--svg and --out-dir name the same path"), "{}", stderr(&o));
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "something was written");
 }
+
+/// A file without usage (a Gemini CLI saved chat) gives the gemini-cli profile's figure
+/// nothing to read: the tool's own estimate stands in for it, said to be one (it was 0
+/// at every call, and nothing could ever fire).
+#[test]
+fn a_file_without_usage_replays_on_the_tools_estimate() {
+    const SAVED: &str = "testdata/cases/gemini-cli-saved-chat/input.jsonl";
+    let (points, summary) = replay(&[SAVED]);
+    assert_eq!(summary["profile"], "gemini-cli");
+    assert!(!points.is_empty());
+    assert!(points.iter().all(|p| p["estimated"] == true && p["used"].as_u64().unwrap() > 0), "{points:?}");
+    let used: Vec<u64> = points.iter().map(|p| p["used"].as_u64().unwrap()).collect();
+    assert!(used.windows(2).all(|w| w[0] <= w[1]), "the history only grows: {used:?}");
+    // A threshold low enough fires on it.
+    let (points, _) = replay(&[SAVED, "--threshold", "0.001"]);
+    assert!(points.iter().any(|p| p["fired"] == true), "{points:?}");
+}

@@ -215,7 +215,7 @@ impl Walk<'_, '_> {
     }
 
     fn figure(&self) -> Figure {
-        if let Some(a) = &self.agent {
+        if let Some(a) = self.agent.as_ref().filter(|a| a.knows()) {
             return a.figure();
         }
         if self.conversation {
@@ -241,7 +241,7 @@ impl Walk<'_, '_> {
 
     fn emit(&mut self, record: usize, recorded: Option<Recorded>) {
         let fig = self.figure();
-        let check = self.agent.as_ref().map_or(fig.tokens, AgentFigure::check);
+        let check = self.agent.as_ref().filter(|a| a.knows()).map_or(fig.tokens, AgentFigure::check);
         let over = self.fires_at.is_some_and(|at| check >= at);
         let fired = over && self.armed;
         if fired {
@@ -321,6 +321,13 @@ impl AgentFigure {
 
     fn figure(&self) -> Figure {
         Figure { tokens: self.usage.unwrap_or(0).saturating_add(self.after), estimated: self.after > 0 }
+    }
+
+    /// Whether the agent's figure means anything yet: an estimator that counts nothing
+    /// after the usage has none before the first usage (a saved chat, a file without
+    /// usage), and the tool's own estimate stands in for it.
+    fn knows(&self) -> bool {
+        self.usage.is_some() || !matches!(self.estimator, Estimator::GeminiCli | Estimator::LastUsage)
     }
 
     /// The figure the agent decides on.
