@@ -448,3 +448,24 @@ fn an_old_codex_compaction_restates_the_prompts_and_its_summary() {
     assert_eq!(records[at + 2]["content"], "Updating src/main.rs.");
     drop(dir);
 }
+
+/// What `claude -p --output-format stream-json` prints (CI jobs keep it as the run's
+/// record): messages linked to no parent, `session_id` in snake case, an `init` record
+/// with the folder, model and version, a sub-agent's messages marked by
+/// `parent_tool_use_id`, a closing `result`. Read in the order printed (9 of its 10
+/// messages were off the thread, exit 0).
+#[test]
+fn claude_code_stream_json_output_is_read_in_order() {
+    let case = root().join("testdata/cases/claude-code-stream-json/input.jsonl");
+    let r = records(&case, &[]);
+    assert_eq!(r["in_items"].as_u64(), Some(10), "{r}");
+    assert_eq!((r["skipped"]["sidechain"].as_u64(), r["skipped"]["bookkeeping"].as_u64()), (Some(3), Some(2)), "{r}");
+    assert!(r["skipped"].get("off_thread").is_none(), "{r}");
+    let o = run(&["run", path_str(&case)]);
+    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items[0]["agent_version"], "2.0.14", "the init record's version picks the profile's row");
+    assert_eq!(items[0]["workspace"]["root"], "/home/ci/work/csvkit");
+    let calls: Vec<&str> =
+        items.iter().filter_map(|i| i["tool_calls"].as_array()).flatten().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["toolu_01", "toolu_02", "toolu_03", "toolu_04"], "the main thread's calls, in order");
+}

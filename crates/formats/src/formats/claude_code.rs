@@ -28,6 +28,8 @@ const NOT_MODEL_VISIBLE: &[&str] = &[
     "mode",
     "custom-title",
     "agent-name",
+    // `--output-format stream-json`'s closing record: the run's totals.
+    "result",
 ];
 
 /// The suffix of the ids of items a compaction kept in the new context (its preserved
@@ -51,7 +53,14 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     for (idx, r) in records.iter().enumerate() {
         st.out.begin(lines[idx].0);
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
-        st.session_id = st.session_id.take().or_else(|| r.get("sessionId").and_then(Value::as_str).map(str::to_string));
+        let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+        st.session_id = st.session_id.take().or_else(|| text("sessionId")).or_else(|| text("session_id"));
+        if ty == "system" && r.get("subtype").and_then(Value::as_str) == Some("init") {
+            // `--output-format stream-json`'s first record: the folder, model and version
+            // (its messages carry none of them).
+            st.cwd = st.cwd.take().or_else(|| text("cwd"));
+            st.version = st.version.take().or_else(|| text("claude_code_version"));
+        }
         if let Some(uuid) = r.get("uuid").and_then(Value::as_str) {
             match first_copy.get(uuid) {
                 Some(&k) if relogged(records[k], r) => {
@@ -106,6 +115,20 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     Ok(st.finish(file))
 }
 
+/// Whether the records are `claude -p --output-format stream-json`'s output rather than
+/// a session file: messages with `session_id`, and no `parentUuid` anywhere (a session
+/// file writes one on every message).
+pub fn is_stream(records: &[&Value]) -> bool {
+    records.iter().any(|r| is_message(r) && r.get("session_id").is_some())
+        && !records.iter().any(|r| r.get("parentUuid").is_some())
+}
+
+/// Whether a file is `claude -p --output-format stream-json`'s output (see [`is_stream`]),
+/// which Claude Code does not resume: its session is the file under `~/.claude/projects`.
+pub fn is_stream_output(raw: &[u8]) -> bool {
+    json_lines(raw, Path::new("")).is_ok_and(|lines| is_stream(&lines.iter().map(|(_, v)| v).collect::<Vec<_>>()))
+}
+
 /// Whether a file is a sub-agent's own thread: it has messages, all of them sidechain.
 pub fn is_sidechain_file(records: &[&Value]) -> bool {
     !records.iter().any(|r| is_message(r) && !is_sidechain(r))
@@ -116,8 +139,11 @@ fn is_message(r: &Value) -> bool {
     matches!(r.get("type").and_then(Value::as_str), Some("user" | "assistant"))
 }
 
+/// A sidechain's record: marked so in a session file, or, in `--output-format
+/// stream-json`, a sub-agent's (`parent_tool_use_id` names the call that started it).
 fn is_sidechain(r: &Value) -> bool {
     r.get("isSidechain").and_then(Value::as_bool) == Some(true)
+        || r.get("parent_tool_use_id").and_then(Value::as_str).is_some()
 }
 
 /// A record logged again when a session was resumed: the same uuid, the same parent
@@ -317,6 +343,11 @@ pub fn main_thread(records: &[&Value], sidechain_file: bool) -> Vec<bool> {
         let r = records[k];
         r.get("uuid").is_some() && (sidechain_file || !is_sidechain(r))
     };
+    // `--output-format stream-json` (what `claude -p` prints) links no record to its
+    // parent: its messages are the thread in the order printed.
+    if is_stream(records) {
+        return (0..records.len()).map(main).collect();
+    }
     // Where the walk goes on when the chain breaks: the latest record before `i`, in
     // file order, that is not on the path yet.
     let before = |i: usize, on: &[bool]| (0..i).rev().find(|&k| main(k) && !on[k]);

@@ -253,6 +253,9 @@ pub fn not_resumable(format: InputFormat, raw: &[u8]) -> Option<&'static str> {
         InputFormat::Codex if codex::is_typescript_rollout(raw) => {
             Some("a rollout of the TypeScript Codex (0.1.x, one JSON document), which no Codex resumes")
         }
+        InputFormat::ClaudeCode if claude_code::is_stream_output(raw) => Some(
+            "the output of `claude -p --output-format stream-json`, which Claude Code does not resume (its session is the file under ~/.claude/projects)",
+        ),
         InputFormat::GeminiCli if gemini_cli::is_saved_chat(raw) => Some(
             "a chat saved with `/chat save`, which Gemini CLI resumes with `/chat resume`, not from a session file",
         ),
