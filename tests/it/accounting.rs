@@ -469,3 +469,28 @@ fn claude_code_stream_json_output_is_read_in_order() {
         items.iter().filter_map(|i| i["tool_calls"].as_array()).flatten().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(calls, ["toolu_01", "toolu_02", "toolu_03", "toolu_04"], "the main thread's calls, in order");
 }
+
+/// What `gemini -p --output-format stream-json` prints: an `init` event (session and
+/// model), the prompt, the reply in pieces (`delta`) with its `tool_use` and
+/// `tool_result` events by `tool_id`, an `error` shown to the user, a closing `result`.
+/// It was read as canonical and refused as "missing field `id`".
+#[test]
+fn gemini_cli_stream_json_output_is_read_as_its_events() {
+    let case = root().join("testdata/cases/gemini-cli-stream-json/input.jsonl");
+    let r = records(&case, &[]);
+    assert_eq!(r["records"].as_u64(), Some(18), "{r}");
+    let skipped = &r["skipped"];
+    assert_eq!(
+        (skipped["header"].as_u64(), skipped["display_only"].as_u64(), skipped["bookkeeping"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{r}"
+    );
+    let o = run(&["run", path_str(&case)]);
+    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items[0]["model"], "gemini-2.5-pro");
+    assert_eq!(items[2]["content"], "Running the linter to see the errors.", "the pieces of a reply are one message");
+    let results: Vec<&Value> = items.iter().filter(|i| i["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 5);
+    assert_eq!(results[1]["is_error"], true, "a failed call's error is its result");
+    assert_eq!(results[1]["name"], "replace");
+}

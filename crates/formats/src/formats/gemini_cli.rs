@@ -67,9 +67,16 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     if is_document(raw, "messages") || is_saved_chat(raw) {
         st.document(&json_document(raw, file)?, raw, file)?;
     } else {
-        for (line, r) in super::common::json_lines(raw, file)? {
+        let lines = super::common::json_lines(raw, file)?;
+        let stream = is_stream(&lines);
+        let mut events = Stream::default();
+        for (line, r) in lines {
             st.out.begin(line);
-            st.record(&r, line);
+            if stream {
+                events.record(&mut st, &r);
+            } else {
+                st.record(&r, line);
+            }
         }
     }
     st.flush(None);
@@ -100,6 +107,91 @@ fn subagent_files(file: &Path, session: Option<&str>) -> Vec<std::path::PathBuf>
         .collect();
     out.sort();
     out
+}
+
+/// Whether the records are `gemini -p --output-format stream-json`'s output rather than a
+/// session: an `init` record with the session and model first, then events.
+fn is_stream(lines: &[(usize, Value)]) -> bool {
+    lines
+        .first()
+        .is_some_and(|(_, r)| r.get("type").and_then(Value::as_str) == Some("init") && r.get("session_id").is_some())
+}
+
+/// Whether a file is `gemini -p --output-format stream-json`'s output, which Gemini CLI
+/// does not resume (its session is the file under `~/.gemini/tmp`).
+pub fn is_stream_output(raw: &[u8]) -> bool {
+    super::common::json_lines(raw, Path::new("")).is_ok_and(|lines| is_stream(&lines))
+}
+
+/// The events of `--output-format stream-json`: `init`, `message` (the user's prompt;
+/// the reply in pieces, `delta`), `tool_use` and `tool_result` by `tool_id`, `error`
+/// shown to the user, a closing `result` with the run's totals (no usage per call).
+#[derive(Default)]
+struct Stream {
+    /// The reply being written: pieces and calls join it until a result or a prompt.
+    reply: Option<usize>,
+    names: HashMap<String, String>,
+    n: usize,
+}
+
+impl Stream {
+    fn record(&mut self, st: &mut State, r: &Value) {
+        let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        self.n += 1;
+        let id = format!("s{}", self.n);
+        let turn = |st: &State| format!("turn-{}", st.turn.max(1));
+        match text("type") {
+            "init" => {
+                st.session_id = st.session_id.take().or_else(|| Some(text("session_id").to_string()));
+                st.model = st.model.take().or_else(|| Some(text("model").to_string()).filter(|m| !m.is_empty()));
+                st.out.leave_out(Skip::Header);
+            }
+            "message" if text("role") == "user" => {
+                self.reply = None;
+                st.turn += 1;
+                st.out.push(message(&id, &turn(st), Role::User, json!(text("content"))));
+            }
+            "message" if text("role") == "assistant" => {
+                if let Some(m) = self.reply.and_then(|at| st.out.message_mut(at)) {
+                    let joined = format!("{}{}", m.content.as_str().unwrap_or(""), text("content"));
+                    m.content = json!(joined);
+                    st.out.joined();
+                } else {
+                    self.reply = Some(st.out.push(message(&id, &turn(st), Role::Assistant, json!(text("content")))));
+                }
+            }
+            "tool_use" => {
+                let (call, name) = (text("tool_id"), text("tool_name"));
+                self.names.insert(call.to_string(), name.to_string());
+                let args = r.get("parameters").cloned().unwrap_or(json!({}));
+                if let Some(m) = self.reply.and_then(|at| st.out.message_mut(at)) {
+                    m.push_call(Call::new(call, name, &args));
+                    st.out.joined();
+                } else {
+                    let mut m = message(&id, &turn(st), Role::Assistant, json!(""));
+                    m.push_call(Call::new(call, name, &args));
+                    self.reply = Some(st.out.push(m));
+                }
+            }
+            "tool_result" => {
+                self.reply = None;
+                let call = text("tool_id");
+                let failed = text("status") == "error";
+                let body = match r.get("output") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) if !v.is_null() => text_of(v),
+                    _ => {
+                        r.get("error").and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("").to_string()
+                    }
+                };
+                let name = self.names.get(call).map(String::as_str);
+                st.out.push(tool_result(&id, &turn(st), call, name, json!(body), failed));
+            }
+            "error" => st.out.leave_out(Skip::DisplayOnly),
+            "result" => st.out.leave_out(Skip::Bookkeeping),
+            other => st.out.skip(if other.is_empty() { "(no type)" } else { other }),
+        }
+    }
 }
 
 /// One message of the history as the agent holds it, and the input record its copy

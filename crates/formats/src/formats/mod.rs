@@ -256,6 +256,9 @@ pub fn not_resumable(format: InputFormat, raw: &[u8]) -> Option<&'static str> {
         InputFormat::ClaudeCode if claude_code::is_stream_output(raw) => Some(
             "the output of `claude -p --output-format stream-json`, which Claude Code does not resume (its session is the file under ~/.claude/projects)",
         ),
+        InputFormat::GeminiCli if gemini_cli::is_stream_output(raw) => Some(
+            "the output of `gemini -p --output-format stream-json`, which Gemini CLI does not resume (its session is the file under ~/.gemini/tmp)",
+        ),
         InputFormat::GeminiCli if gemini_cli::is_saved_chat(raw) => Some(
             "a chat saved with `/chat save`, which Gemini CLI resumes with `/chat resume`, not from a session file",
         ),
@@ -462,6 +465,10 @@ impl FirstRecord {
         // `$rewindTo` updates, its message records (`type` gemini, or user/info/error
         // with an `id` and no Claude Code `uuid`). Before Claude Code, whose keys
         // include `sessionId`.
+        // `gemini -p --output-format stream-json`: its `init` event first.
+        if ty == "init" && has("session_id") && has("model") {
+            return Some(InputFormat::GeminiCli);
+        }
         let gemini_message = ty == "gemini"
             || (["user", "info", "error", "warning"].contains(&ty) && has("id") && has("timestamp") && !has("uuid"));
         if has("projectHash") || has("$set") || has("$rewindTo") || gemini_message {
