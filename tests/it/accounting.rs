@@ -494,3 +494,45 @@ fn gemini_cli_stream_json_output_is_read_as_its_events() {
     assert_eq!(results[1]["is_error"], true, "a failed call's error is its result");
     assert_eq!(results[1]["name"], "replace");
 }
+
+/// What `codex exec --json` prints: `thread.started`, then the items the agent
+/// completed (a started copy is superseded by the completed one): messages, commands
+/// with their output and exit code (the command split back into its argv, so the
+/// re-anchor finds the check), file changes (a changed file), MCP tool calls, plans.
+/// It was read as canonical and refused, every record unknown.
+#[test]
+fn codex_exec_json_output_is_read_as_its_items() {
+    let case = root().join("testdata/cases/codex-exec-json/input.jsonl");
+    let r = records(&case, &[]);
+    assert_eq!(r["skipped"]["superseded"].as_u64(), Some(2), "{r}");
+    assert!(r["skipped"].get("unknown").is_none(), "{r}");
+    let o = run(&["run", path_str(&case)]);
+    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = items
+        .iter()
+        .filter_map(|i| i["tool_calls"].as_array())
+        .flatten()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["update_plan", "shell", "docs.search", "apply_patch", "update_plan", "shell"]);
+    let codes: Vec<Value> = items
+        .iter()
+        .filter(|i| i["name"] == "shell" && i["type"] == "tool_result")
+        .map(|r| r["exit_code"].clone())
+        .collect();
+    assert_eq!(codes, [101, 0]);
+    assert!(items.iter().any(|i| i["name"] == "files_changed" && i["paths"][0] == "/work/dates/src/parse.rs"));
+    let o = run(&[
+        "run",
+        path_str(&case),
+        "--runtime",
+        "agent-runner",
+        "--max-total-tokens",
+        "2900",
+        "--verify",
+        "cargo test dates",
+        "--emit",
+        "reanchor",
+    ]);
+    assert!(stdout(&o).contains("Check status: pass (`cargo test dates`)"), "{}", stdout(&o));
+}

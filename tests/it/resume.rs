@@ -478,7 +478,7 @@ fn a_gemini_cli_session_gets_a_set_of_messages_it_can_resume_from() {
 /// Shapes their agent never resumes from a file are not written back: a rollout of the
 /// TypeScript Codex (one JSON document), a chat Gemini CLI saved with `/chat save` (it
 /// resumes those with `/chat resume`) and what `claude -p` and `gemini -p` print with
-/// `--output-format stream-json`. Usage error, nothing written; read without
+/// `--output-format stream-json` and `codex exec --json` prints. Usage error, nothing written; read without
 /// `--output-format`, they compact as any transcript does.
 #[test]
 fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
@@ -499,6 +499,7 @@ fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
             "claude-code",
             "is the output of `claude -p --output-format stream-json`, which Claude Code does not resume",
         ),
+        ("codex-exec-json", "codex", "is the output of `codex exec --json`, which Codex does not resume"),
         (
             "gemini-cli-stream-json",
             "gemini-cli",

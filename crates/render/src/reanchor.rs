@@ -214,17 +214,19 @@ fn command_text(raw: &Value) -> Option<String> {
     Some(unwrap_shell(joined.trim()).to_string())
 }
 
-/// The command a shell is asked to run (`bash -lc '…'` and the like), or `cmd` itself.
+/// The command a shell is asked to run (`bash -lc '…'` and the like, the shell named by
+/// its path too: Codex prints `/bin/bash -lc …`), or `cmd` itself.
 fn unwrap_shell(cmd: &str) -> &str {
-    for prefix in ["bash -lc ", "bash -c ", "sh -c ", "sh -lc ", "zsh -lc ", "zsh -c "] {
-        if let Some(rest) = cmd.strip_prefix(prefix) {
-            let rest = rest.trim();
-            let unquoted =
-                ['"', '\''].iter().find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q))).unwrap_or(rest);
-            return unquoted.trim();
-        }
+    let (first, rest) = cmd.split_once(' ').unwrap_or((cmd, ""));
+    if !matches!(first.rsplit('/').next(), Some("bash" | "sh" | "zsh")) {
+        return cmd;
     }
-    cmd
+    let rest = rest.trim_start();
+    let Some(rest) = rest.strip_prefix("-lc ").or_else(|| rest.strip_prefix("-c ")) else { return cmd };
+    let rest = rest.trim();
+    let unquoted =
+        ['"', '\''].iter().find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q))).unwrap_or(rest);
+    unquoted.trim()
 }
 
 /// `cargo test --release` starts with `cargo test` at a word boundary; `cargo tests` does not.
@@ -521,6 +523,9 @@ mod tests {
             (json!({"command": "cargo test"}), Some("cargo test")),
             (json!({"cmd": ["bash", "-lc", "cargo test --release"]}), Some("cargo test --release")),
             (json!({"command": "bash -lc \"make check\""}), Some("make check")),
+            (json!({"command": ["/bin/bash", "-lc", "cargo test dates"]}), Some("cargo test dates")),
+            (json!({"command": "/usr/bin/zsh -c 'make check'"}), Some("make check")),
+            (json!({"command": "/opt/mybash -lc 'make'"}), Some("/opt/mybash -lc 'make'")),
             (json!({"command": "sh -c 'npm test'"}), Some("npm test")),
             (json!(["ls", "-la"]), Some("ls -la")),
             (json!({"command": 5}), None),

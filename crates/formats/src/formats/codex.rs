@@ -55,6 +55,18 @@ pub fn is_typescript_rollout(raw: &[u8]) -> bool {
     is_document(raw, "items")
 }
 
+/// Whether the records are `codex exec --json`'s output (its events, `thread.started`
+/// first) rather than a rollout.
+fn is_exec_stream(lines: &[(usize, Value)]) -> bool {
+    lines.first().is_some_and(|(_, r)| r.get("type").and_then(Value::as_str) == Some("thread.started"))
+}
+
+/// Whether a file is `codex exec --json`'s output, which Codex does not resume (its
+/// session is the rollout under `~/.codex/sessions`).
+pub fn is_exec_output(raw: &[u8]) -> bool {
+    json_lines(raw, Path::new("")).is_ok_and(|lines| is_exec_stream(&lines))
+}
+
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut st = State::default();
     if is_typescript_rollout(raw) {
@@ -62,6 +74,13 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         return Ok(st.finish());
     }
     let lines = json_lines(raw, file)?;
+    if is_exec_stream(&lines) {
+        for (line, r) in &lines {
+            st.out.begin(*line);
+            st.exec_event(r);
+        }
+        return Ok(st.finish());
+    }
     for (line, r) in &lines {
         st.out.begin(*line);
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
@@ -162,6 +181,96 @@ impl State {
         } else {
             self.out.skip(if ty.is_empty() { "(no type)" } else { ty });
         }
+    }
+
+    /// One event of `codex exec --json`: the items the agent completed (its messages,
+    /// commands with their output and exit code, file changes, tool calls, plans), in
+    /// the order printed. Its usage (`turn.completed`) sums the turn's model calls: no
+    /// call's own figure, so the sizes are estimated. The prompt is not printed.
+    fn exec_event(&mut self, r: &Value) {
+        let item = r.get("item").unwrap_or(&Value::Null);
+        let field = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or("");
+        let id = format!("X{}", field("id"));
+        match r.get("type").and_then(Value::as_str).unwrap_or("") {
+            "thread.started" => {
+                self.session_id = r.get("thread_id").and_then(Value::as_str).map(str::to_string);
+                self.out.leave_out(Skip::Header);
+            }
+            "turn.started" | "turn.completed" | "turn.failed" => self.out.leave_out(Skip::Bookkeeping),
+            // The completed copy of an item is the one read.
+            "item.started" | "item.updated" => self.out.leave_out(Skip::Superseded),
+            "error" => self.out.leave_out(Skip::DisplayOnly),
+            "item.completed" => match field("type") {
+                "agent_message" => {
+                    let turn = self.turn_id();
+                    let at = self.out.push(message(&id, &turn, Role::Assistant, json!(field("text"))));
+                    self.assistant_at(at);
+                }
+                "command_execution" => {
+                    let code = item.get("exit_code").and_then(Value::as_i64);
+                    let body = json!(field("aggregated_output"));
+                    // The command as printed is its argv joined for a shell: split back
+                    // into the `shell` tool's `command` list (what the re-anchor unwraps).
+                    let (name, args) = match shlex::split(field("command")) {
+                        Some(argv) if !argv.is_empty() => ("shell", json!({"command": argv})),
+                        _ => ("exec_command", json!({"cmd": field("command")})),
+                    };
+                    self.exec_call(&id, name, &args, body, code, false);
+                }
+                "file_change" => {
+                    let changes = item.get("changes").and_then(Value::as_array).cloned().unwrap_or_default();
+                    let applied = field("status") != "failed";
+                    let status = if applied { "applied" } else { "failed" };
+                    self.exec_call(&id, "apply_patch", &json!({"changes": changes}), json!(status), None, !applied);
+                    if applied {
+                        let paths: Vec<&str> = changes.iter().filter_map(|c| c.get("path")?.as_str()).collect();
+                        let fields = [("call_id", json!(id)), ("paths", json!(paths))];
+                        self.out.push(EventRecord::new(Event::FilesChanged, format!("codex-patch-{id}"), fields));
+                    }
+                }
+                "mcp_tool_call" => {
+                    let name = format!("{}.{}", field("server"), field("tool"));
+                    let args = item.get("arguments").cloned().unwrap_or(json!({}));
+                    let error = item.get("error").filter(|e| !e.is_null());
+                    // An MCP result is `{content: [blocks]}`; an error, its message.
+                    let body = error.or_else(|| item.get("result")).map_or(json!(""), |v| {
+                        let v = v.get("content").or_else(|| v.get("message")).unwrap_or(v);
+                        json!(text_of(v))
+                    });
+                    self.exec_call(&id, &name, &args, body, None, error.is_some());
+                }
+                "web_search" => {
+                    self.exec_call(&id, "web_search", &json!({"query": field("query")}), json!(""), None, false);
+                }
+                "todo_list" => {
+                    let plan: Vec<Value> = item
+                        .get("items")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|t| {
+                            let done = t.get("completed").and_then(Value::as_bool) == Some(true);
+                            json!({"step": t.get("text"), "status": if done { "completed" } else { "pending" }})
+                        })
+                        .collect();
+                    self.exec_call(&id, "update_plan", &json!({"plan": plan}), json!("Plan updated"), None, false);
+                }
+                "reasoning" => self.out.leave_out(Skip::Bookkeeping),
+                "error" => self.out.leave_out(Skip::DisplayOnly),
+                other => self.out.skip(&format!("item/{other}")),
+            },
+            other => self.out.skip(if other.is_empty() { "(no type)" } else { other }),
+        }
+    }
+
+    /// A call of `codex exec --json` and its result, made from one completed item.
+    fn exec_call(&mut self, id: &str, name: &str, args: &Value, body: Value, code: Option<i64>, failed: bool) {
+        self.call(&json!({"call_id": id, "name": name}), id, args.clone());
+        let turn = self.turn_id();
+        let mut r = tool_result(&format!("{id}.out"), &turn, id, Some(name), body, failed);
+        r.exit_code = code;
+        self.out.push(r);
+        self.open_assistant = None;
     }
 
     /// The rollout of the TypeScript Codex (0.1.x, spring 2025): one JSON document

@@ -253,6 +253,9 @@ pub fn not_resumable(format: InputFormat, raw: &[u8]) -> Option<&'static str> {
         InputFormat::Codex if codex::is_typescript_rollout(raw) => {
             Some("a rollout of the TypeScript Codex (0.1.x, one JSON document), which no Codex resumes")
         }
+        InputFormat::Codex if codex::is_exec_output(raw) => Some(
+            "the output of `codex exec --json`, which Codex does not resume (its session is the rollout under ~/.codex/sessions)",
+        ),
         InputFormat::ClaudeCode if claude_code::is_stream_output(raw) => Some(
             "the output of `claude -p --output-format stream-json`, which Claude Code does not resume (its session is the file under ~/.claude/projects)",
         ),
@@ -465,6 +468,10 @@ impl FirstRecord {
         // `$rewindTo` updates, its message records (`type` gemini, or user/info/error
         // with an `id` and no Claude Code `uuid`). Before Claude Code, whose keys
         // include `sessionId`.
+        // `codex exec --json`: its `thread.started` event first.
+        if ty == "thread.started" && has("thread_id") {
+            return Some(InputFormat::Codex);
+        }
         // `gemini -p --output-format stream-json`: its `init` event first.
         if ty == "init" && has("session_id") && has("model") {
             return Some(InputFormat::GeminiCli);
