@@ -536,3 +536,27 @@ fn codex_exec_json_output_is_read_as_its_items() {
     ]);
     assert!(stdout(&o).contains("Check status: pass (`cargo test dates`)"), "{}", stdout(&o));
 }
+
+/// `codex exec --json` of the versions before its `thread.started` events (2025): the
+/// run's settings, the prompt, then `{id, msg}` events that are a rollout's
+/// `event_msg` payloads. Read as the rollout would be: the prompt, messages, commands
+/// with their exit codes, a patch and the file it changed, each call's usage. It was
+/// refused as having no `type`.
+#[test]
+fn codex_exec_json_of_2025_is_read_from_its_events() {
+    let case = root().join("testdata/cases/codex-exec-json-2025/input.jsonl");
+    let o = run(&["run", path_str(&case)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items[0]["workspace"]["root"], "/srv/shop");
+    assert_eq!(items[0]["runtime"]["context_window"], 272_000);
+    assert_eq!(items[1]["role"], "user", "the prompt is the task");
+    let codes: Vec<Value> = items.iter().filter(|i| i["name"] == "shell").map(|r| r["exit_code"].clone()).collect();
+    assert_eq!(codes, [1, 0, 0, 0]);
+    assert!(items.iter().any(|i| i["name"] == "files_changed" && i["paths"][0] == "/srv/shop/src/cart/total.ts"));
+    let usages = items.iter().filter(|i| i.get("usage").is_some()).count();
+    assert_eq!(usages, 4, "one usage per model call");
+    let r = records(&case, &[]);
+    assert_eq!(r["skipped"]["superseded"].as_u64(), Some(1), "the output's piece: {r}");
+    assert!(r["skipped"].get("unknown").is_none(), "{r}");
+}

@@ -59,6 +59,14 @@ pub fn is_typescript_rollout(raw: &[u8]) -> bool {
 /// first) rather than a rollout.
 fn is_exec_stream(lines: &[(usize, Value)]) -> bool {
     lines.first().is_some_and(|(_, r)| r.get("type").and_then(Value::as_str) == Some("thread.started"))
+        || is_old_exec_stream(lines)
+}
+
+/// Whether the records are `codex exec --json`'s output of the versions before the
+/// `thread.started` events (2025, 0.4x and earlier): a line of the run's settings
+/// (`sandbox`, `approval`, `workdir`), the prompt, then `{id, msg}` events.
+fn is_old_exec_stream(lines: &[(usize, Value)]) -> bool {
+    lines.first().is_some_and(|(_, r)| ["sandbox", "approval", "workdir"].iter().all(|k| r.get(k).is_some()))
 }
 
 /// Whether a file is `codex exec --json`'s output, which Codex does not resume (its
@@ -74,6 +82,14 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         return Ok(st.finish());
     }
     let lines = json_lines(raw, file)?;
+    if is_old_exec_stream(&lines) {
+        let mut patches = HashMap::new();
+        for (line, r) in &lines {
+            st.out.begin(*line);
+            st.old_exec_event(r, *line, &mut patches);
+        }
+        return Ok(st.finish());
+    }
     if is_exec_stream(&lines) {
         for (line, r) in &lines {
             st.out.begin(*line);
@@ -260,6 +276,73 @@ impl State {
                 other => self.out.skip(&format!("item/{other}")),
             },
             other => self.out.skip(if other.is_empty() { "(no type)" } else { other }),
+        }
+    }
+
+    /// One line of the older `codex exec --json` (see [`is_old_exec_stream`]): its events
+    /// are a rollout's `event_msg` payloads, and the messages, calls and outputs are made
+    /// from them as the rollout's response items would be. `patches` keeps each patch's
+    /// changes from its begin event for its end.
+    fn old_exec_event(&mut self, r: &Value, line: usize, patches: &mut HashMap<String, Value>) {
+        let id = format!("L{line}");
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        if r.get("sandbox").is_some() && r.get("msg").is_none() {
+            self.cwd = self.cwd.take().or_else(|| Some(text(r, "workdir")).filter(|w| !w.is_empty()));
+            self.mode = Some(text(r, "approval")).filter(|m| !m.is_empty());
+            self.permission = Some(text(r, "sandbox")).filter(|m| !m.is_empty());
+            self.out.leave_out(Skip::Header);
+            return;
+        }
+        if let Some(prompt) = r.get("prompt").and_then(Value::as_str) {
+            let m = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]});
+            self.item(&m, &id);
+            return;
+        }
+        let m = r.get("msg").unwrap_or(&Value::Null);
+        let call_id = text(m, "call_id");
+        match m.get("type").and_then(Value::as_str).unwrap_or("") {
+            "agent_message" => {
+                let content = [json!({"type": "output_text", "text": text(m, "message")})];
+                self.item(&json!({"type": "message", "role": "assistant", "content": content}), &id);
+            }
+            "exec_command_begin" => {
+                let args = json!({"command": m.get("command"), "workdir": m.get("cwd")}).to_string();
+                self.item(
+                    &json!({"type": "function_call", "name": "shell", "call_id": call_id, "arguments": args}),
+                    &id,
+                );
+            }
+            "exec_command_end" => {
+                self.exited(m.get("call_id"), m.get("exit_code"));
+                let output = m.get("aggregated_output").or_else(|| m.get("stdout")).cloned().unwrap_or(json!(""));
+                self.item(&json!({"type": "function_call_output", "call_id": call_id, "output": output}), &id);
+            }
+            "patch_apply_begin" => {
+                let changes = m.get("changes").cloned().unwrap_or(json!({}));
+                let args = json!({"changes": changes}).to_string();
+                patches.insert(call_id.clone(), changes);
+                self.item(
+                    &json!({"type": "function_call", "name": "apply_patch", "call_id": call_id, "arguments": args}),
+                    &id,
+                );
+            }
+            "patch_apply_end" => {
+                let ok = m.get("success").and_then(Value::as_bool) != Some(false);
+                let output = if ok { text(m, "stdout") } else { format!("patch rejected: {}", text(m, "stderr")) };
+                self.item(&json!({"type": "function_call_output", "call_id": call_id, "output": output}), &id);
+                let changes = patches.remove(&call_id).unwrap_or(json!({}));
+                self.patch_applied(&json!({"call_id": call_id, "success": ok, "changes": changes}));
+            }
+            "token_count" => {
+                self.token_count(m, line);
+                self.out.leave_out(Skip::Bookkeeping);
+            }
+            // The pieces of a command's output: its end event carries all of it.
+            "exec_command_output_delta" | "agent_message_delta" | "agent_reasoning_delta" => {
+                self.out.leave_out(Skip::Superseded);
+            }
+            "error" | "stream_error" | "background_event" => self.out.leave_out(Skip::DisplayOnly),
+            _ => self.out.leave_out(Skip::Bookkeeping),
         }
     }
 

@@ -468,8 +468,9 @@ impl FirstRecord {
         // `$rewindTo` updates, its message records (`type` gemini, or user/info/error
         // with an `id` and no Claude Code `uuid`). Before Claude Code, whose keys
         // include `sessionId`.
-        // `codex exec --json`: its `thread.started` event first.
-        if ty == "thread.started" && has("thread_id") {
+        // `codex exec --json`: its `thread.started` event first, or (before those events)
+        // a line of the run's settings.
+        if (ty == "thread.started" && has("thread_id")) || (has("sandbox") && has("approval") && has("workdir")) {
             return Some(InputFormat::Codex);
         }
         // `gemini -p --output-format stream-json`: its `init` event first.
