@@ -500,6 +500,7 @@ fn sessions_their_agent_never_resumes_from_a_file_are_not_written_back() {
             "is the output of `claude -p --output-format stream-json`, which Claude Code does not resume",
         ),
         ("codex-exec-json", "codex", "is the output of `codex exec --json`, which Codex does not resume"),
+        ("codex-exec-json-2025", "codex", "is the output of `codex exec --json`, which Codex does not resume"),
         (
             "gemini-cli-stream-json",
             "gemini-cli",
