@@ -535,6 +535,12 @@ fn codex_exec_json_output_is_read_as_its_items() {
         "reanchor",
     ]);
     assert!(stdout(&o).contains("Check status: pass (`cargo test dates`)"), "{}", stdout(&o));
+    // Cut before its first line (a log that lost its head), it is still Codex's.
+    let text = std::fs::read_to_string(&case).unwrap();
+    let (dir, cut) = temp_file("exec.jsonl", text.split_once('\n').unwrap().1.as_bytes());
+    let r = records(&cut, &[]);
+    assert_eq!(r["in_items"].as_u64(), Some(8), "{r}");
+    drop(dir);
 }
 
 /// `codex exec --json` of the versions before its `thread.started` events (2025): the

@@ -58,8 +58,13 @@ pub fn is_typescript_rollout(raw: &[u8]) -> bool {
 /// Whether the records are `codex exec --json`'s output (its events, `thread.started`
 /// first) rather than a rollout.
 fn is_exec_stream(lines: &[(usize, Value)]) -> bool {
-    lines.first().is_some_and(|(_, r)| r.get("type").and_then(Value::as_str) == Some("thread.started"))
-        || is_old_exec_stream(lines)
+    let exec = |r: &Value| r.get("type").and_then(Value::as_str).is_some_and(is_exec_event);
+    lines.iter().take(4).any(|(_, r)| exec(r)) || is_old_exec_stream(lines)
+}
+
+/// The event types `codex exec --json` prints (its first lines tell it from a rollout).
+pub fn is_exec_event(ty: &str) -> bool {
+    matches!(ty, "thread.started" | "turn.started" | "item.started" | "item.completed")
 }
 
 /// Whether the records are `codex exec --json`'s output of the versions before the

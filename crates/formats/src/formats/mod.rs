@@ -470,7 +470,7 @@ impl FirstRecord {
         // include `sessionId`.
         // `codex exec --json`: its `thread.started` event first, or (before those events)
         // a line of the run's settings.
-        if (ty == "thread.started" && has("thread_id")) || (has("sandbox") && has("approval") && has("workdir")) {
+        if codex::is_exec_event(ty) || (has("sandbox") && has("approval") && has("workdir")) {
             return Some(InputFormat::Codex);
         }
         // `gemini -p --output-format stream-json`: its `init` event first.
