@@ -16,6 +16,14 @@ fn records(path: &Path, extra: &[&str]) -> Value {
     v["records"].clone()
 }
 
+/// `run` over a file, which must succeed: its output and the records it wrote.
+fn transcript(path: &Path) -> (std::process::Output, Vec<Value>) {
+    let o = run(&["run", path_str(path)]);
+    assert!(o.status.success(), "{}: {}", path.display(), stderr(&o));
+    let records = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (o, records)
+}
+
 /// The counts add up to the records read, and no record was taken by no rule.
 fn adds_up(path: &Path, r: &Value) {
     let skipped: u64 = r["skipped"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
@@ -338,9 +346,7 @@ fn a_typescript_codex_rollout_is_read_as_codex() {
 #[test]
 fn a_gemini_cli_saved_chat_is_read_in_both_shapes() {
     let case = root().join("testdata/cases/gemini-cli-saved-chat/input.jsonl");
-    let o = run(&["run", path_str(&case)]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (o, items) = transcript(&case);
     assert_eq!(items[0]["workspace"]["root"], "/home/dev/inventory", "the setup context names the folder");
     // The setup context is the agent's instructions, not the user's task.
     assert_eq!(items[1]["role"], "system");
@@ -461,8 +467,7 @@ fn claude_code_stream_json_output_is_read_in_order() {
     assert_eq!(r["in_items"].as_u64(), Some(10), "{r}");
     assert_eq!((r["skipped"]["sidechain"].as_u64(), r["skipped"]["bookkeeping"].as_u64()), (Some(3), Some(2)), "{r}");
     assert!(r["skipped"].get("off_thread").is_none(), "{r}");
-    let o = run(&["run", path_str(&case)]);
-    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (_, items) = transcript(&case);
     assert_eq!(items[0]["agent_version"], "2.0.14", "the init record's version picks the profile's row");
     assert_eq!(items[0]["workspace"]["root"], "/home/ci/work/csvkit");
     let calls: Vec<&str> =
@@ -485,8 +490,7 @@ fn gemini_cli_stream_json_output_is_read_as_its_events() {
         (Some(1), Some(1), Some(1)),
         "{r}"
     );
-    let o = run(&["run", path_str(&case)]);
-    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (_, items) = transcript(&case);
     assert_eq!(items[0]["model"], "gemini-2.5-pro");
     assert_eq!(items[2]["content"], "Running the linter to see the errors.", "the pieces of a reply are one message");
     let results: Vec<&Value> = items.iter().filter(|i| i["type"] == "tool_result").collect();
@@ -506,8 +510,7 @@ fn codex_exec_json_output_is_read_as_its_items() {
     let r = records(&case, &[]);
     assert_eq!(r["skipped"]["superseded"].as_u64(), Some(2), "{r}");
     assert!(r["skipped"].get("unknown").is_none(), "{r}");
-    let o = run(&["run", path_str(&case)]);
-    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (_, items) = transcript(&case);
     let names: Vec<&str> = items
         .iter()
         .filter_map(|i| i["tool_calls"].as_array())
@@ -551,9 +554,7 @@ fn codex_exec_json_output_is_read_as_its_items() {
 #[test]
 fn codex_exec_json_of_2025_is_read_from_its_events() {
     let case = root().join("testdata/cases/codex-exec-json-2025/input.jsonl");
-    let o = run(&["run", path_str(&case)]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let items: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (_, items) = transcript(&case);
     assert_eq!(items[0]["workspace"]["root"], "/srv/shop");
     assert_eq!(items[0]["runtime"]["context_window"], 272_000);
     assert_eq!(items[1]["role"], "user", "the prompt is the task");
