@@ -473,6 +473,15 @@ fn claude_code_stream_json_output_is_read_in_order() {
     let calls: Vec<&str> =
         items.iter().filter_map(|i| i["tool_calls"].as_array()).flatten().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(calls, ["toolu_01", "toolu_02", "toolu_03", "toolu_04"], "the main thread's calls, in order");
+    // A run that failed before any message: its `init` still names the agent.
+    let text = std::fs::read_to_string(&case).unwrap();
+    let ends: Vec<&str> =
+        text.lines().filter(|l| l.contains(r#""subtype": "init""#) || l.contains(r#""type": "result""#)).collect();
+    let (dir, empty) = temp_file("failed.jsonl", (ends.join("\n") + "\n").as_bytes());
+    let o = run(&["run", path_str(&empty)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("read as claude-code, 2 records gave no model-visible message"), "{}", stderr(&o));
+    drop(dir);
 }
 
 /// What `gemini -p --output-format stream-json` prints: an `init` event (session and

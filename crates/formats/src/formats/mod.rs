@@ -483,7 +483,7 @@ impl FirstRecord {
             return Some(InputFormat::GeminiCli);
         }
         // Claude Code's keys (a canonical record has none of them), or its own types.
-        let claude_keys = ["sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"];
+        let claude_keys = ["sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain", "claude_code_version"];
         let claude_types = ["file-history-snapshot", "queue-operation", "summary", "progress", "attachment"];
         if claude_keys.iter().any(|k| has(k)) || claude_types.contains(&ty) {
             return Some(InputFormat::ClaudeCode);
