@@ -447,7 +447,7 @@ pub fn process_input<T>(input: &Input, settings: &Settings, f: impl FnOnce(&Proc
             canonical.format
         )));
     }
-    if let Some(why) = original.as_deref().and_then(|b| crate::formats::not_resumable(canonical.format, b)) {
+    if let Some(why) = canonical.not_resumable.filter(|_| original.is_some()) {
         return Err(Error::Usage(format!(
             "--output-format {} writes a session back for its agent to resume: {} is {why}; leave --output-format out to write the compacted transcript",
             canonical.format,

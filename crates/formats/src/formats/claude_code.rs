@@ -43,9 +43,14 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     // sidechain records are its conversation.
     let sidechain_file = is_sidechain_file(&records);
     let on_thread = main_thread(&records, sidechain_file);
+    let mut st = State::default();
+    if is_stream(&records) {
+        st.out.not_resumable = Some(
+            "the output of `claude -p --output-format stream-json`, which Claude Code does not resume (its session is the file under ~/.claude/projects)",
+        );
+    }
     let by_uuid: HashMap<&str, usize> =
         records.iter().enumerate().filter_map(|(i, r)| Some((r.get("uuid")?.as_str()?, i))).collect();
-    let mut st = State::default();
     // The first copy of each record by uuid: a resumed session logs records again.
     let mut first_copy: HashMap<&str, usize> = HashMap::new();
     // The preserved segment of the latest boundary seen, restated after its anchor.
@@ -121,12 +126,6 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
 pub fn is_stream(records: &[&Value]) -> bool {
     records.iter().any(|r| is_message(r) && r.get("session_id").is_some())
         && !records.iter().any(|r| r.get("parentUuid").is_some())
-}
-
-/// Whether a file is `claude -p --output-format stream-json`'s output (see [`is_stream`]),
-/// which Claude Code does not resume: its session is the file under `~/.claude/projects`.
-pub fn is_stream_output(raw: &[u8]) -> bool {
-    json_lines(raw, Path::new("")).is_ok_and(|lines| is_stream(&lines.iter().map(|(_, v)| v).collect::<Vec<_>>()))
 }
 
 /// Whether a file is a sub-agent's own thread: it has messages, all of them sidechain.

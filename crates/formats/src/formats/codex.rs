@@ -51,9 +51,14 @@ pub fn is_call(item: &Value) -> bool {
 
 /// Whether the input is a rollout of the TypeScript Codex (0.1.x): one JSON document,
 /// which no Codex resumes (the later versions read JSON Lines only).
-pub fn is_typescript_rollout(raw: &[u8]) -> bool {
+fn is_typescript_rollout(raw: &[u8]) -> bool {
     is_document(raw, "items")
 }
+
+/// Why the shapes no Codex resumes from a file are not written back.
+const TYPESCRIPT_ROLLOUT: &str = "a rollout of the TypeScript Codex (0.1.x, one JSON document), which no Codex resumes";
+const EXEC_OUTPUT: &str =
+    "the output of `codex exec --json`, which Codex does not resume (its session is the rollout under ~/.codex/sessions)";
 
 /// Whether the records are `codex exec --json`'s output (its events, `thread.started`
 /// first) rather than a rollout.
@@ -74,19 +79,17 @@ fn is_old_exec_stream(lines: &[(usize, Value)]) -> bool {
     lines.first().is_some_and(|(_, r)| ["sandbox", "approval", "workdir"].iter().all(|k| r.get(k).is_some()))
 }
 
-/// Whether a file is `codex exec --json`'s output, which Codex does not resume (its
-/// session is the rollout under `~/.codex/sessions`).
-pub fn is_exec_output(raw: &[u8]) -> bool {
-    json_lines(raw, Path::new("")).is_ok_and(|lines| is_exec_stream(&lines))
-}
-
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut st = State::default();
     if is_typescript_rollout(raw) {
+        st.out.not_resumable = Some(TYPESCRIPT_ROLLOUT);
         st.document(&json_document(raw, file)?, raw, file)?;
         return Ok(st.finish());
     }
     let lines = json_lines(raw, file)?;
+    if is_exec_stream(&lines) {
+        st.out.not_resumable = Some(EXEC_OUTPUT);
+    }
     if is_old_exec_stream(&lines) {
         let mut patches = HashMap::new();
         for (line, r) in &lines {

@@ -50,6 +50,9 @@ pub struct Imported {
     pub first_unknown: Option<usize>,
     /// Other warnings the importer has for the user (complete lines).
     pub warnings: Vec<String>,
+    /// What the input is, when its agent never resumes from such a file (a headless
+    /// run's output, a saved chat): `--output-format` refuses to write it back.
+    pub not_resumable: Option<&'static str>,
 }
 
 impl Imported {

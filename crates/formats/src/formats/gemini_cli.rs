@@ -49,26 +49,26 @@ pub fn token_limit(model: &str) -> u64 {
     }
 }
 
-/// Whether the input is a chat saved with `/chat save`, which Gemini CLI resumes with
-/// `/chat resume`, not from a session file.
-pub fn is_saved_chat(raw: &[u8]) -> bool {
+/// Whether the input is one JSON document rather than JSON Lines: a session of the older
+/// shape (`messages`), or a chat saved with `/chat save` (a list of contents, or the
+/// contents under `history`).
+fn is_one_document(raw: &[u8]) -> bool {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
-    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => true,
-        // A document whose history is under `history` (and which is no session).
-        Some(b'{') if is_document(raw, "history") => serde_json::from_slice::<Map<String, Value>>(raw)
-            .is_ok_and(|doc| doc.get("messages").is_none() && doc.get("history").is_some_and(Value::is_array)),
-        _ => false,
-    }
+    raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+        || is_document(raw, "messages")
+        || is_document(raw, "history")
 }
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let mut st = State::default();
-    if is_document(raw, "messages") || is_saved_chat(raw) {
+    if is_one_document(raw) {
         st.document(&json_document(raw, file)?, raw, file)?;
     } else {
         let lines = super::common::json_lines(raw, file)?;
         let stream = is_stream(&lines);
+        if stream {
+            st.out.not_resumable = Some(STREAM_OUTPUT);
+        }
         let mut events = Stream::default();
         for (line, r) in lines {
             st.out.begin(line);
@@ -117,11 +117,10 @@ fn is_stream(lines: &[(usize, Value)]) -> bool {
         .is_some_and(|(_, r)| r.get("type").and_then(Value::as_str) == Some("init") && r.get("session_id").is_some())
 }
 
-/// Whether a file is `gemini -p --output-format stream-json`'s output, which Gemini CLI
-/// does not resume (its session is the file under `~/.gemini/tmp`).
-pub fn is_stream_output(raw: &[u8]) -> bool {
-    super::common::json_lines(raw, Path::new("")).is_ok_and(|lines| is_stream(&lines))
-}
+/// Why the shapes Gemini CLI never resumes from a file are not written back.
+const STREAM_OUTPUT: &str = "the output of `gemini -p --output-format stream-json`, which Gemini CLI does not resume (its session is the file under ~/.gemini/tmp)";
+const SAVED_CHAT: &str =
+    "a chat saved with `/chat save`, which Gemini CLI resumes with `/chat resume`, not from a session file";
 
 /// The events of `--output-format stream-json`: `init`, `message` (the user's prompt;
 /// the reply in pieces, `delta`), `tool_use` and `tool_result` by `tool_id`, `error`
@@ -284,6 +283,7 @@ impl State {
     /// compression's summary was compressed before it was saved: a completed compaction
     /// is recorded before the summary.
     fn saved_chat(&mut self, contents: &[Value]) {
+        self.out.not_resumable = Some(SAVED_CHAT);
         let messages: Vec<Value> = contents
             .iter()
             .enumerate()
@@ -680,7 +680,7 @@ pub struct Sources {
 
 pub fn sources(raw: &[u8], file: &Path) -> Result<Sources> {
     let mut st = State::default();
-    let document = if is_document(raw, "messages") || is_saved_chat(raw) {
+    let document = if is_one_document(raw) {
         let doc = json_document(raw, file)?;
         st.document(&doc, raw, file)?;
         doc.as_object().cloned()

@@ -132,6 +132,9 @@ pub struct Canonical {
     /// (`bytes` are what they are written as); `None` for canonical input, read from
     /// its bytes.
     pub imported: Option<(serde_json::Map<String, serde_json::Value>, Vec<common::CanonicalRecord>)>,
+    /// What the input is, when its agent never resumes from such a file (the importer
+    /// tells it): no write-back in the agent's format.
+    pub not_resumable: Option<&'static str>,
 }
 
 impl Canonical {
@@ -217,6 +220,7 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
                 accounting: None,
                 source_records: Vec::new(),
                 imported: None,
+                not_resumable: None,
             };
             return Ok(canonical);
         }
@@ -235,6 +239,7 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
     let source_records = imported.source_records();
     let bytes = imported.to_jsonl().into();
     let session = imported.session_record();
+    let not_resumable = imported.not_resumable;
     Ok(Canonical {
         bytes,
         format,
@@ -243,30 +248,8 @@ pub fn import(raw: crate::source::Source, file: &Path, format: InputFormat) -> R
         accounting: Some(accounting),
         source_records,
         imported: Some((session, imported.records)),
+        not_resumable,
     })
-}
-
-/// Why a session of `format` cannot be written back for its agent to resume, when it
-/// cannot: a shape the agent itself never resumes from its file.
-pub fn not_resumable(format: InputFormat, raw: &[u8]) -> Option<&'static str> {
-    match format {
-        InputFormat::Codex if codex::is_typescript_rollout(raw) => {
-            Some("a rollout of the TypeScript Codex (0.1.x, one JSON document), which no Codex resumes")
-        }
-        InputFormat::Codex if codex::is_exec_output(raw) => Some(
-            "the output of `codex exec --json`, which Codex does not resume (its session is the rollout under ~/.codex/sessions)",
-        ),
-        InputFormat::ClaudeCode if claude_code::is_stream_output(raw) => Some(
-            "the output of `claude -p --output-format stream-json`, which Claude Code does not resume (its session is the file under ~/.claude/projects)",
-        ),
-        InputFormat::GeminiCli if gemini_cli::is_stream_output(raw) => Some(
-            "the output of `gemini -p --output-format stream-json`, which Gemini CLI does not resume (its session is the file under ~/.gemini/tmp)",
-        ),
-        InputFormat::GeminiCli if gemini_cli::is_saved_chat(raw) => Some(
-            "a chat saved with `/chat save`, which Gemini CLI resumes with `/chat resume`, not from a session file",
-        ),
-        _ => None,
-    }
 }
 
 /// The records of `raw` under one format; `None` for canonical input (read as it is).
