@@ -6,7 +6,7 @@ under `target/agents/runs/`, against a scripted model server on 127.0.0.1
 (every request body). Nothing here reaches the network but the npm registry, at
 install time; nothing is written outside `target/agents/`.
 
-Versions: `RIVUMI_AGENT_VERSIONS="claude-code=2.1.332,codex=0.171.0,gemini-cli=0.61.0"` (any subset)
+Versions: `RIVUMI_AGENT_VERSIONS="claude-code=2.1.337,codex=0.171.0,gemini-cli=0.61.0"` (any subset)
 overrides the pinned ones below.
 """
 
@@ -24,7 +24,7 @@ ROOT = os.path.dirname(HERE)
 TARGET = os.path.join(ROOT, "target", "agents")
 
 # The versions this repository was last checked against (README, "Resuming").
-PINNED = {"claude-code": "2.1.332", "codex": "0.171.0", "gemini-cli": "0.61.0"}
+PINNED = {"claude-code": "2.1.337", "codex": "0.171.0", "gemini-cli": "0.61.0"}
 PACKAGES = {
     "claude-code": ("@anthropic-ai/claude-code", "claude"),
     "codex": ("@openai/codex", "codex"),

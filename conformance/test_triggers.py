@@ -64,8 +64,12 @@ class Triggers(unittest.TestCase):
         })
 
     def test_claude_code_default_model(self):
-        # claude-opus-5-5: 1,000,000 − 20,000 − 13,000, decided on characters / 3.
-        self.hold(Probe(Claude, result_chars=400), 960_000, 970_000, 1_000_000, 967_000, label="claude-opus-5-5")
+        # claude-opus-5-5 (a 1,000,000 window): from 2.1.337 an auto-compact window of
+        # 400,000 − 20,000 − 13,000 (2.1.332: 1,000,000 − 33,000), decided on characters / 3.
+        version = versions()["claude-code"].split(".")
+        old = [int(x) for x in version[:3]] < [2, 1, 337]
+        lo, hi, at = (960_000, 970_000, 967_000) if old else (360_000, 370_000, 367_000)
+        self.hold(Probe(Claude, result_chars=400), lo, hi, 1_000_000, at, label="claude-opus-5-5")
 
     def test_claude_code_200k_model(self):
         self.hold(Probe(Claude, model="claude-opus-4-6", result_chars=400), 160_000, 170_000, 200_000, 167_000)

@@ -576,3 +576,26 @@ fn codex_exec_json_of_2025_is_read_from_its_events() {
     assert_eq!(r["skipped"]["superseded"].as_u64(), Some(1), "the output's piece: {r}");
     assert!(r["skipped"].get("unknown").is_none(), "{r}");
 }
+
+/// Claude Code 2.1.337 writes `api-request-route` records, and every version adds some
+/// metadata record: one that names the session but is outside the `uuid` tree the
+/// model's context is rebuilt from is bookkeeping, whatever its type; a record of an
+/// unknown type in the tree is still unknown.
+#[test]
+fn claude_code_metadata_records_of_new_types_are_bookkeeping_and_tree_records_stay_unknown() {
+    let case = root().join("testdata/cases/claude-code-resumed/input.jsonl");
+    let text = std::fs::read_to_string(&case).unwrap();
+    let before = records(&case, &[]);
+    let meta = [
+        r#"{"type":"api-request-route","provider":"customEndpoint","credential":"key","sessionId":"s1"}"#,
+        r#"{"type":"model-routing-hint","hint":"fast","sessionId":"s1"}"#,
+    ];
+    let tree = r#"{"type":"thought-capsule","uuid":"x9","parentUuid":"r8","sessionId":"s1","content":"?"}"#;
+    let (_d, path) = temp_file("c.jsonl", format!("{}\n{text}{}\n", meta.join("\n"), tree).as_bytes());
+    let r = records(&path, &[]);
+    adds_up(&path, &r);
+    let n = |r: &Value, k: &str| r["skipped"].get(k).and_then(Value::as_u64).unwrap_or(0);
+    assert_eq!(n(&r, "bookkeeping"), n(&before, "bookkeeping") + 2, "{r}");
+    assert_eq!(n(&r, "unknown"), 1, "{r}");
+    assert_eq!(r["items"], before["items"], "{r}");
+}

@@ -346,3 +346,48 @@ fn a_file_without_usage_replays_on_the_tools_estimate() {
     let (points, _) = replay(&[SAVED, "--threshold", "0.001"]);
     assert!(points.iter().any(|p| p["fired"] == true), "{points:?}");
 }
+
+/// Claude Code 2.1.337 places its trigger against an auto-compact window of 400,000
+/// when the model's window is larger (measured: claude-opus-5-5 compacts at 367,000,
+/// where 2.1.332 compacted at 967,000); a 200,000 window is as it was. The session's
+/// recorded version picks the row, and the key can be set like any other.
+#[test]
+fn claude_code_from_2_1_337_compacts_against_an_auto_compact_window_of_400k() {
+    let text = std::fs::read_to_string(root().join(MANUAL)).unwrap();
+    let fires_at = |version: &str, model: &str, extra: &[&str]| {
+        let changed = text
+            .replace("\"version\":\"2.1.0\"", &format!("\"version\":\"{version}\""))
+            .replace("claude-sonnet-4-5", model);
+        let (_d, path) = temp_file("s.jsonl", changed.as_bytes());
+        let (rows, _) = replay(&[&[path_str(&path)], extra].concat());
+        rows[0]["fires_at"].as_u64().unwrap()
+    };
+    assert_eq!(fires_at("2.1.332", "claude-opus-5-5", &[]), 967_000);
+    assert_eq!(fires_at("2.1.337", "claude-opus-5-5", &[]), 367_000);
+    assert_eq!(fires_at("2.1.340", "claude-opus-5-5", &[]), 367_000);
+    assert_eq!(fires_at("2.1.337", "claude-sonnet-4-5", &[]), 167_000);
+    let (_c, config) = temp_file("c.json", br#"{"trigger": {"auto_compact_window": 1000000}}"#);
+    assert_eq!(
+        fires_at("2.1.337", "claude-opus-5-5", &["--config", path_str(&config)]),
+        967_000,
+        "a user's own window"
+    );
+}
+
+/// A recorded auto compaction above the profile's trigger (the agent's own window was
+/// larger: Claude Code's auto-compact window comes from its server or the user) is a
+/// miss that says which key would place the trigger where the agent had it.
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn a_compaction_recorded_above_the_trigger_names_the_window_key() {
+    let f = root().join("../shared/realdata/claude-code/session-258c7280.jsonl");
+    let (_c, config) = temp_file("c.json", br#"{"trigger": {"auto_compact_window": 100000}}"#);
+    let o = run(&["replay", path_str(&f), "--config", path_str(&config)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("fires at 67000 of 200000"), "{out}");
+    assert!(out.contains("recorded above the profile's trigger (167212 > 67000)"), "{out}");
+    assert!(out.contains("set trigger.auto_compact_window (--config)"), "{out}");
+    let o = run(&["replay", path_str(&f)]);
+    assert!(!stdout(&o).contains("recorded above"), "{}", stdout(&o));
+}

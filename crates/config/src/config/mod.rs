@@ -101,6 +101,12 @@ pub struct Trigger {
     /// its window; a model whose limit comes from its server needs it set here).
     #[serde(deserialize_with = "positive_opt")]
     pub limit_tokens: Option<u64>,
+    /// Conversation runtime: the trigger is placed against at most this much of the
+    /// context window (Claude Code from 2.1.337: an auto-compact window of 400,000 for a
+    /// model whose window is larger, unless the user sets another, `autoCompactWindow`
+    /// or `CLAUDE_CODE_AUTO_COMPACT_WINDOW`).
+    #[serde(deserialize_with = "positive_opt")]
+    pub auto_compact_window: Option<u64>,
     /// How replay estimates what follows the last reported usage: as this tool does
     /// (SPEC 1), or as the agent does (`claude-code`, `codex`, `gemini-cli`,
     /// `last-usage`; set by their profiles).
@@ -167,6 +173,7 @@ impl Config {
         if !conversation {
             return ceil_share(bp, u128::from(limit));
         }
+        let limit = self.trigger.auto_compact_window.map_or(limit, |w| w.min(limit));
         let at = if let Some(reserve) = self.trigger.reserve_tokens {
             limit.saturating_sub(reserve).max(1)
         } else {
@@ -181,6 +188,7 @@ impl Config {
         self.trigger.reserve_tokens.is_some()
             || self.trigger.window_percent != 100
             || self.trigger.limit_tokens.is_some()
+            || self.trigger.auto_compact_window.is_some()
     }
 }
 
@@ -352,6 +360,7 @@ impl Default for Config {
                 window_percent: 100,
                 evaluate_at: None,
                 limit_tokens: None,
+                auto_compact_window: None,
                 estimator: Estimator::Rivumi,
             },
             inject: vec![Inject::Summary, Inject::Reminder, Inject::Reanchor],

@@ -19,6 +19,7 @@ const NOT_MODEL_VISIBLE: &[&str] = &[
     "system",
     "api-request",
     "api-request-blob",
+    "api-request-route",
     "api-request-shape",
     "atis-latch",
     "cost-state",
@@ -86,7 +87,7 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
         }
         let visible = matches!(ty, "user" | "assistant") || (ty == "attachment" && r.get("rendered").is_some());
         if !visible {
-            if NOT_MODEL_VISIBLE.contains(&ty) || ty == "attachment" {
+            if NOT_MODEL_VISIBLE.contains(&ty) || ty == "attachment" || is_session_metadata(r, ty) {
                 st.out.leave_out(Skip::Bookkeeping);
             } else {
                 st.out.skip(if ty.is_empty() { "(no type)" } else { ty });
@@ -123,6 +124,15 @@ pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
 /// Whether the records are `claude -p --output-format stream-json`'s output rather than
 /// a session file: messages with `session_id`, and no `parentUuid` anywhere (a session
 /// file writes one on every message).
+/// A record of the session's own metadata, of a type this reader need not know: one
+/// that names the session (`sessionId`) but is outside the `uuid` / `parentUuid` tree
+/// the model's context is rebuilt from (2.1.337 added `api-request-route` so; every
+/// version adds some). A typed record of the tree, or one that names no session, is
+/// still unknown.
+fn is_session_metadata(r: &Value, ty: &str) -> bool {
+    !ty.is_empty() && r.get("uuid").is_none() && r.get("parentUuid").is_none() && r.get("sessionId").is_some()
+}
+
 pub fn is_stream(records: &[&Value]) -> bool {
     records.iter().any(|r| is_message(r) && r.get("session_id").is_some())
         && !records.iter().any(|r| r.get("parentUuid").is_some())

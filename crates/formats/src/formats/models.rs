@@ -28,10 +28,16 @@ struct Profiles {
 }
 
 /// The trigger an agent's versions use: the versions it covers (a prefix such as
-/// `2.0.`), the version measured, and what it lays over the profile's preset.
+/// `2.0.`, and from one version on), the version measured, and what it lays over the
+/// profile's preset.
 #[derive(Debug, Clone, Deserialize)]
 pub struct VersionRow {
     pub versions: String,
+    /// The first version the row covers (semantic versions compared; a version that
+    /// is not one is not covered): a change inside a prefix, such as Claude Code
+    /// 2.1.337's.
+    #[serde(default)]
+    pub from: Option<String>,
     pub measured: String,
     #[serde(default)]
     pub preset: serde_json::Value,
@@ -42,6 +48,10 @@ impl VersionRow {
     /// Whether a version a session recorded is one this row covers.
     pub fn matches_version(&self, version: &str) -> bool {
         version.starts_with(&self.versions)
+            && self.from.as_deref().is_none_or(|from| {
+                let from = semver::Version::parse(from).expect("models.json: `from` is a semantic version");
+                semver::Version::parse(version).is_ok_and(|v| v >= from)
+            })
     }
 }
 
@@ -129,5 +139,19 @@ mod tests {
         assert_eq!(super::codex("scripted-model").unwrap().auto_compact_limit, Some(244_800));
         let t = super::table();
         assert!(t.claude_code.iter().chain(&t.codex).all(|r| !r.source.is_empty() && r.window > 0));
+    }
+
+    #[test]
+    fn a_version_picks_the_first_row_that_covers_it() {
+        let rows = super::profile_rows("claude-code");
+        let measured = |v: &str| rows.iter().find(|r| r.matches_version(v)).map(|r| r.measured.as_str());
+        assert_eq!(measured("2.1.337"), Some("2.1.337"));
+        assert_eq!(measured("2.1.400"), Some("2.1.337"));
+        assert_eq!(measured("2.1.336"), Some("2.1.332"));
+        assert_eq!(measured("2.1.337-beta.1"), Some("2.1.332"), "a pre-release comes before its release");
+        assert_eq!(measured("2.1.7"), Some("2.1.332"));
+        assert_eq!(measured("2.0.76"), Some("2.0.76"));
+        assert_eq!(measured("3.0.0"), None);
+        assert!(rows.iter().filter_map(|r| r.from.as_deref()).all(|f| semver::Version::parse(f).is_ok()));
     }
 }

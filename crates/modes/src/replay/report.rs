@@ -79,6 +79,14 @@ impl Replay {
                     m.replayed
                 );
             }
+            if let Some(at) = fires.map(|f| f.0).filter(|&at| m.trigger == "auto" && !m.predicted && m.replayed > at) {
+                let _ = writeln!(
+                    out,
+                    "    recorded above the profile's trigger ({} > {at}): the agent compacted against a larger window than the profile's \
+                     (Claude Code's auto-compact window, set by its server or by /autocompact); set trigger.auto_compact_window (--config) to that window",
+                    m.replayed
+                );
+            }
         }
         let _ = writeln!(out, "{}", s.line());
         out
