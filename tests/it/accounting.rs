@@ -599,3 +599,91 @@ fn claude_code_metadata_records_of_new_types_are_bookkeeping_and_tree_records_st
     assert_eq!(n(&r, "unknown"), 1, "{r}");
     assert_eq!(r["items"], before["items"], "{r}");
 }
+
+/// mini-swe-agent's trajectories (`*.traj.json`: `{info, messages, trajectory_format}`)
+/// are read as `swe-agent` in the shape of each model class: fenced shell blocks
+/// (golden case `mini-swe-agent-text`), tool calls (`mini-swe-agent-toolcall`), and the
+/// Responses API's objects answered by `function_call_output` items (here); written on
+/// one line too, which is one run, not a dataset row. The run's `exit` message is
+/// bookkeeping.
+#[test]
+fn a_mini_swe_agent_trajectory_is_read_in_the_shape_of_each_model_class() {
+    let call = |i: usize, cmd: &str| {
+        serde_json::json!({"object": "response", "id": format!("resp_{i}"), "status": "completed",
+            "output": [
+                {"type": "reasoning", "id": format!("rs_{i}"), "summary": []},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Step {i}.")}]},
+                {"type": "function_call", "call_id": format!("call_{i}"), "name": "bash",
+                 "arguments": serde_json::json!({"command": cmd}).to_string()}],
+            "usage": {"input_tokens": 1000 * (i + 1), "output_tokens": 50, "input_tokens_details": {"cached_tokens": 600}},
+            "extra": {"actions": [{"command": cmd, "tool_call_id": format!("call_{i}")}], "cost": 0.01}})
+    };
+    let output = |i: usize, code: i64| {
+        serde_json::json!({"type": "function_call_output", "call_id": format!("call_{i}"),
+            "output": format!("<returncode>{code}</returncode>\n<output>\nout {i}\n</output>"),
+            "extra": {"raw_output": format!("out {i}"), "returncode": code}})
+    };
+    let doc = serde_json::json!({
+        "info": {"mini_version": "2.1.0", "config": {"model": {"model_name": "openai/gpt-5.1"},
+                 "model_type": "minisweagent.models.litellm_response_model.LitellmResponseModel"}},
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Fix the failing test."},
+            call(0, "ls"), output(0, 0),
+            call(1, "cd /repo && pytest -q"), output(1, 1),
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Format error: one tool call, please."}]},
+            call(2, "cd /repo && pytest -q"), output(2, -1),
+            {"role": "exit", "content": "", "extra": {"exit_status": "LimitsExceeded", "submission": ""}}],
+        "trajectory_format": "mini-swe-agent-1.1"});
+    for (name, text) in
+        [("run.traj.json", serde_json::to_string_pretty(&doc).unwrap()), ("one-line.json", doc.to_string())]
+    {
+        let (_d, path) = temp_file(name, format!("{text}\n").as_bytes());
+        let r = records(&path, &[]);
+        adds_up(&path, &r);
+        assert_eq!((r["items"].as_u64(), r["skipped"]["bookkeeping"].as_u64()), (Some(9), Some(1)), "{name}: {r}");
+        let (_o, recs) = transcript(&path);
+        let calls: Vec<&Value> = recs.iter().filter_map(|r| r["tool_calls"].as_array()).flatten().collect();
+        assert_eq!(calls.len(), 3, "{name}");
+        assert!(calls.iter().all(|c| c["name"] == "bash"), "{name}: {calls:?}");
+        assert_eq!(calls[1]["arguments"]["command"], "cd /repo && pytest -q");
+        let results: Vec<&Value> = recs.iter().filter(|r| r["type"] == "tool_result").collect();
+        let linked: Vec<(&str, bool)> = results
+            .iter()
+            .map(|r| (r["call_id"].as_str().unwrap(), r["is_error"].as_bool().unwrap_or(false)))
+            .collect();
+        assert_eq!(
+            linked,
+            [
+                (calls[0]["id"].as_str().unwrap(), false),
+                (calls[1]["id"].as_str().unwrap(), true),
+                (calls[2]["id"].as_str().unwrap(), true)
+            ],
+            "{name}: results answer their calls; -1 is not run"
+        );
+        let first = recs.iter().find(|r| r["role"] == "assistant").unwrap();
+        assert_eq!(first["content"], "Step 0.");
+        assert_eq!(first["usage"]["input_tokens"], 400, "cached tokens are inside input_tokens: {first}");
+        assert_eq!(first["usage"]["cache_read_tokens"], 600);
+        assert!(recs.iter().any(|r| r["role"] == "user" && r["content"] == "Format error: one tool call, please."));
+        assert_eq!(recs[0]["model"], "openai/gpt-5.1");
+    }
+}
+
+/// A folder of mini-swe-agent runs (`<instance>/<instance>.traj.json` beside the
+/// batch's `preds.json`): the trajectories are its inputs, under `auto` and `swe-agent`.
+#[test]
+fn a_folder_of_mini_swe_agent_runs_gives_its_trajectories() {
+    let case = std::fs::read(root().join("testdata/cases/mini-swe-agent-toolcall/input.jsonl")).unwrap();
+    let (dir, _) = temp_file("preds.json", br#"{"a__a-1": {"instance_id": "a__a-1", "model_patch": "diff"}}"#);
+    for name in ["a__a-1", "b__b-2"] {
+        std::fs::create_dir(dir.path().join(name)).unwrap();
+        std::fs::write(dir.path().join(name).join(format!("{name}.traj.json")), &case).unwrap();
+    }
+    for format in ["auto", "swe-agent"] {
+        let o = run(&["stats", "--json", "--input-format", format, path_str(dir.path())]);
+        assert!(o.status.success(), "{format}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["transcripts"], 2, "{format}: {v}");
+    }
+}

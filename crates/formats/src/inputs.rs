@@ -164,11 +164,13 @@ pub fn out_stem(file: &Path) -> PathBuf {
 }
 
 /// Whether a file has one of the extensions, also under a compression suffix
-/// (`a.jsonl`, `a.jsonl.gz`, `a.traj.zst`).
+/// (`a.jsonl`, `a.jsonl.gz`, `a.traj.zst`); an extension may have two parts
+/// (`traj.json`). A name that is all extension (`.jsonl`) has none.
 pub fn has_extension(p: &Path, exts: &[&str]) -> bool {
     let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let inner = crate::source::Compression::strip_suffix(&name);
-    Path::new(inner).extension().is_some_and(|e| exts.iter().any(|x| e == *x))
+    exts.iter()
+        .any(|x| inner.strip_suffix(x).and_then(|rest| rest.strip_suffix('.')).is_some_and(|stem| !stem.is_empty()))
 }
 
 fn is_glob(s: &str) -> bool {
@@ -344,5 +346,24 @@ mod tests {
         ] {
             assert_eq!(out_stem(Path::new(file)), PathBuf::from(want), "{file}");
         }
+    }
+
+    #[test]
+    fn extensions_may_have_two_parts() {
+        let swe = ["traj", "traj.json"];
+        for (file, want) in [
+            ("a.traj", true),
+            ("a.traj.json", true),
+            ("a.traj.json.gz", true),
+            ("preds.json", false),
+            ("atraj.json", false),
+            (".traj.json", false),
+            (".traj", false),
+            ("traj.json", false),
+        ] {
+            assert_eq!(has_extension(Path::new(file), &swe), want, "{file}");
+        }
+        assert!(has_extension(Path::new("..jsonl"), &["jsonl"]));
+        assert!(!has_extension(Path::new(".jsonl"), &["jsonl"]));
     }
 }

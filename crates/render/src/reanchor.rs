@@ -54,7 +54,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                 changed.touch(paths());
             }
             if let Some(cmd) = command {
-                if let Some(v) = cfg.verification.iter().find(|v| starts_with_word(&cmd, v)) {
+                if let Some(v) = cfg.verification.iter().find(|v| runs_check(&cmd, v)) {
                     latest_check = Some((i, call.id.as_ref(), v.as_str()));
                 }
             }
@@ -227,6 +227,14 @@ fn unwrap_shell(cmd: &str) -> &str {
     let unquoted =
         ['"', '\''].iter().find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q))).unwrap_or(rest);
     unquoted.trim()
+}
+
+/// Whether a shell command runs the check `verify`: it starts with it, or one command of
+/// its `&&` chain does (`cd /testbed && python -m pytest -q`, as agents run checks from
+/// the repository's folder). The chain's exit code is 0 only when every command of it
+/// succeeded, so the call's result still says whether the check passed.
+fn runs_check(cmd: &str, verify: &str) -> bool {
+    cmd.split("&&").any(|part| starts_with_word(part.trim(), verify))
 }
 
 /// `cargo test --release` starts with `cargo test` at a word boundary; `cargo tests` does not.
@@ -533,6 +541,15 @@ mod tests {
         ] {
             assert_eq!(shell_command(&args).as_deref(), want, "{args}");
         }
+    }
+
+    #[test]
+    fn a_check_run_in_an_and_chain_is_the_check() {
+        use super::runs_check;
+        assert!(runs_check("cd /testbed && python -m pytest -q tests/test_a.py", "python -m pytest"));
+        assert!(runs_check("python -m pytest -x&&git diff", "python -m pytest"));
+        assert!(!runs_check("cd /testbed && python -m pytesting", "python -m pytest"));
+        assert!(!runs_check("echo python -m pytest", "python -m pytest"));
     }
 
     #[test]

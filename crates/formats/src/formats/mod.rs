@@ -5,6 +5,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod common;
 pub mod gemini_cli;
+mod mini_swe_agent;
 pub mod models;
 pub mod openai;
 pub mod openhands;
@@ -67,7 +68,8 @@ impl InputFormat {
     /// The file extensions a directory or glob is searched for.
     pub fn extensions(self) -> &'static [&'static str] {
         match self {
-            InputFormat::SweAgent => &["traj"],
+            // SWE-agent's `.traj`, mini-swe-agent's `.traj.json`.
+            InputFormat::SweAgent => &["traj", "traj.json"],
             InputFormat::Openhands => &["json"],
             // Codex's own folder holds rollouts only: JSON Lines, or the TypeScript
             // versions' documents (`rollout-*.json`).
@@ -350,7 +352,8 @@ pub fn dataset_format(path: &Path, head: &[u8]) -> Option<InputFormat> {
 pub fn detect_for(path: &Path, head: &[u8]) -> InputFormat {
     let name = path.to_string_lossy();
     let inner = crate::source::Compression::strip_suffix(&name);
-    if Path::new(inner).extension().is_some_and(|e| e == "traj") {
+    // SWE-agent's `.traj`, and mini-swe-agent's `.traj.json`.
+    if Path::new(inner).extension().is_some_and(|e| e == "traj") || inner.ends_with(".traj.json") {
         return InputFormat::SweAgent;
     }
     detect(head)
@@ -391,7 +394,12 @@ pub fn detect(raw: &[u8]) -> InputFormat {
         // else (told by its own top-level keys, not by a word that its texts may hold).
         let keys = FirstRecord::read(trimmed).keys;
         let codex = keys.first().is_some_and(|k| k == "session") && keys.iter().all(|k| k == "session" || k == "items");
-        return if gemini {
+        // mini-swe-agent: `info` (its version, its configuration's classes) before
+        // `messages`; `trajectory_format` last.
+        let mini = has("mini_version") || has("trajectory_format") || trimmed.contains("\"minisweagent.");
+        return if mini {
+            InputFormat::SweAgent
+        } else if gemini {
             InputFormat::GeminiCli
         } else if codex {
             InputFormat::Codex
@@ -470,6 +478,11 @@ impl FirstRecord {
         let claude_types = ["file-history-snapshot", "queue-operation", "summary", "progress", "attachment"];
         if claude_keys.iter().any(|k| has(k)) || claude_types.contains(&ty) {
             return Some(InputFormat::ClaudeCode);
+        }
+        // A mini-swe-agent trajectory written on one line (`info`, `messages`,
+        // `trajectory_format`) is one run, not a dataset row.
+        if self.ty.is_none() && has("messages") && has("trajectory_format") {
+            return Some(InputFormat::SweAgent);
         }
         if self.ty.is_none() && has("messages") {
             return Some(InputFormat::Openai);

@@ -1,5 +1,6 @@
 //! SWE-agent `.traj` trajectories (SPEC 1 "Other formats"): the `history` list of
-//! OpenAI-style messages. Call ids are reused within a trajectory, so each tool
+//! OpenAI-style messages (mini-swe-agent's `.traj.json`, read under the same name, is
+//! `mini_swe_agent`'s). Call ids are reused within a trajectory, so each tool
 //! message is paired with the assistant message before it and every id is made unique.
 
 use super::common::{document_error, json_document, message, text_of, tool_result, Call, EventRecord, Imported};
@@ -10,6 +11,9 @@ use std::path::Path;
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let doc = json_document(raw, file)?;
+    if super::mini_swe_agent::is_trajectory(&doc) {
+        return Ok(super::mini_swe_agent::import(&doc, file));
+    }
     let history = doc.get("history").and_then(Value::as_array).ok_or_else(|| {
         document_error(raw, file, "history", "expected a SWE-agent trajectory with a \"history\" array")
     })?;
