@@ -13,7 +13,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
     let (write_tools, shell_tools) = (&cfg.reanchor.write_tools, &cfg.reanchor.shell_tools);
     let mut changed = Recency::default();
     let mut recent = Recency::default();
-    let mut latest_check: Option<(usize, &str, &str)> = None;
+    let mut latest_check: Option<(usize, &str, &str, CheckRun)> = None;
     let mut last_plan: Option<(usize, usize)> = None;
     let failed = failed_calls(t);
     let mut kinds: HashMap<&str, (bool, bool)> = HashMap::default();
@@ -54,8 +54,8 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
                 changed.touch(paths());
             }
             if let Some(cmd) = command {
-                if let Some(v) = cfg.verification.iter().find(|v| runs_check(&cmd, v)) {
-                    latest_check = Some((i, call.id.as_ref(), v.as_str()));
+                if let Some((v, run)) = cfg.verification.iter().find_map(|v| runs_check(&cmd, v).map(|r| (v, r))) {
+                    latest_check = Some((i, call.id.as_ref(), v.as_str(), run));
                 }
             }
             // Only the last plan counts: its steps are listed once, at the end. A plan
@@ -73,7 +73,7 @@ pub fn gather(t: &Transcript<'_>, cfg: &Config) -> ReanchorFacts {
         let call = &t.items[i].calls()[k];
         plan_steps(&call.name, &Args::of(&call.arguments).value())
     });
-    let check = latest_check.map(|(owner, id, v)| check_status(t, owner, id, v));
+    let check = latest_check.map(|(owner, id, v, run)| check_status(t, owner, id, v, &run));
     let changed = changed.newest_first();
     let outside = outside_allowed(&changed, &cfg.workspace.allowed_paths);
     ReanchorFacts {
@@ -230,11 +230,67 @@ fn unwrap_shell(cmd: &str) -> &str {
 }
 
 /// Whether a shell command runs the check `verify`: it starts with it, or one command of
-/// its `&&` chain does (`cd /testbed && python -m pytest -q`, as agents run checks from
-/// the repository's folder). The chain's exit code is 0 only when every command of it
-/// succeeded, so the call's result still says whether the check passed.
-fn runs_check(cmd: &str, verify: &str) -> bool {
-    cmd.split("&&").any(|part| starts_with_word(part.trim(), verify))
+/// its `&&` chains does (`cd /testbed && python -m pytest -q`, as agents run checks from
+/// the repository's folder). A chain's exit code is 0 only when every command of it
+/// succeeded, so the call's result says whether the check passed — unless another
+/// command's exit code is the call's: its output piped into one (`mix test 2>&1 | tail
+/// -5`, and the shell not told `pipefail`), its failure caught (`|| true`), or a command
+/// run after it (`; echo`).
+fn runs_check(cmd: &str, verify: &str) -> Option<CheckRun> {
+    let lists = split_unquoted(cmd, ";");
+    let (k, part) = lists.iter().enumerate().find_map(|(k, list)| {
+        split_unquoted(list, "&&").into_iter().find(|p| starts_with_word(p.trim(), verify)).map(|p| (k, p))
+    })?;
+    let shown = |s: &str| crate::text::cut(s.trim().trim_start_matches('&').trim(), 60);
+    let caught = split_unquoted(part, "||");
+    if let Some(then) = caught.get(1) {
+        return Some(CheckRun::Hidden(format!("failing runs `{}`", shown(then))));
+    }
+    let stages = split_unquoted(part, "|");
+    if let Some(consumer) = stages.last().filter(|_| stages.len() > 1 && !cmd.contains("pipefail")) {
+        return Some(CheckRun::Hidden(format!("was piped into `{}`", shown(consumer))));
+    }
+    let after = lists[k + 1..].iter().map(|l| l.trim()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+    Some(if after.is_empty() {
+        CheckRun::Status
+    } else {
+        CheckRun::Hidden(format!("was followed by `{}`", shown(&after)))
+    })
+}
+
+/// How a call ran the check: its exit code is the check's, or it is another command's
+/// (what happened to the check, said in the status).
+#[derive(Debug, PartialEq, Eq)]
+enum CheckRun {
+    Status,
+    Hidden(String),
+}
+
+/// `cmd` cut at each `sep` outside quotes (`|` never as half of `||`, `;` never in `;;`).
+fn split_unquoted<'c>(cmd: &'c str, sep: &str) -> Vec<&'c str> {
+    let b = cmd.as_bytes();
+    let (mut parts, mut start, mut quote, mut i) = (Vec::new(), 0, None, 0);
+    while i < b.len() {
+        match (quote, b[i]) {
+            (None, q @ (b'\'' | b'"')) => quote = Some(q),
+            (Some(q), c) if c == q => quote = None,
+            (None | Some(b'"'), b'\\') => i += 1,
+            (None, _) if cmd[i..].starts_with(sep) => {
+                let one = sep.as_bytes()[0];
+                let doubled = sep.len() == 1 && (b.get(i + 1) == Some(&one) || (i > 0 && b[i - 1] == one));
+                if !doubled {
+                    parts.push(&cmd[start..i]);
+                    start = i + sep.len();
+                    i = start;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&cmd[start..]);
+    parts
 }
 
 /// `cargo test --release` starts with `cargo test` at a word boundary; `cargo tests` does not.
@@ -244,9 +300,12 @@ pub fn starts_with_word(cmd: &str, prefix: &str) -> bool {
         && cmd.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
 }
 
-fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str) -> String {
+fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str, run: &CheckRun) -> String {
     let result: Option<&Item> =
         t.items.iter().skip(owner + 1).rfind(|r| r.call_item == Some(owner) && r.result_call_id() == Some(call_id));
+    if let (Some(_), CheckRun::Hidden(what)) = (result, run) {
+        return format!("unknown (`{verify}` {what}: the exit code is not the check's)");
+    }
     let (state, code) = match result {
         None => return format!("unknown (`{verify}` has no result yet)"),
         Some(r) => match &r.kind {
@@ -544,12 +603,28 @@ mod tests {
     }
 
     #[test]
-    fn a_check_run_in_an_and_chain_is_the_check() {
-        use super::runs_check;
-        assert!(runs_check("cd /testbed && python -m pytest -q tests/test_a.py", "python -m pytest"));
-        assert!(runs_check("python -m pytest -x&&git diff", "python -m pytest"));
-        assert!(!runs_check("cd /testbed && python -m pytesting", "python -m pytest"));
-        assert!(!runs_check("echo python -m pytest", "python -m pytest"));
+    fn a_check_run_in_an_and_chain_is_the_check_and_a_pipe_hides_its_exit_code() {
+        use super::{runs_check, CheckRun};
+        let hidden = |what: &str| Some(CheckRun::Hidden(what.to_string()));
+        let piped = |into: &str| hidden(&format!("was piped into `{into}`"));
+        assert_eq!(
+            runs_check("cd /testbed && python -m pytest -q tests/test_a.py", "python -m pytest"),
+            Some(CheckRun::Status)
+        );
+        assert_eq!(runs_check("python -m pytest -x&&git diff", "python -m pytest"), Some(CheckRun::Status));
+        assert_eq!(runs_check("cd /testbed && python -m pytesting", "python -m pytest"), None);
+        assert_eq!(runs_check("echo python -m pytest", "python -m pytest"), None);
+        assert_eq!(runs_check("mix test 2>&1 | tail -5", "mix test"), piped("tail -5"));
+        assert_eq!(runs_check("mix compile && mix test a.exs 2>&1 | tail -10", "mix test"), piped("tail -10"));
+        assert_eq!(runs_check("mix test | tee log | tail -3", "mix test"), piped("tail -3"));
+        assert_eq!(runs_check("set -o pipefail && mix test | tail -5", "mix test"), Some(CheckRun::Status));
+        assert_eq!(runs_check("mix test || true", "mix test"), hidden("failing runs `true`"), "|| is no pipe");
+        assert_eq!(runs_check("set -o pipefail; mix test | tail -5", "mix test"), Some(CheckRun::Status));
+        assert_eq!(runs_check("mix test; echo done", "mix test"), hidden("was followed by `echo done`"));
+        assert_eq!(runs_check("cd a; mix test", "mix test"), Some(CheckRun::Status));
+        assert_eq!(runs_check("case x in x) mix test;; esac", "mix test"), None, "`;;` ends no command");
+        assert_eq!(runs_check("pytest -k 'a|b' \"x|y\"", "pytest"), Some(CheckRun::Status), "a quoted bar is no pipe");
+        assert_eq!(runs_check("cd a && echo '&& pytest'", "pytest"), None, "a quoted && is no chain");
     }
 
     #[test]
