@@ -14,10 +14,12 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// Whether a document is a mini-swe-agent trajectory: `messages` beside its
-/// `trajectory_format` or its `info`.
+/// `trajectory_format` or its `info` (SWE-agent's own, which has an `info` too, keeps
+/// its conversation in `history`).
 pub fn is_trajectory(doc: &Value) -> bool {
     let format = doc.get("trajectory_format").and_then(Value::as_str);
     doc.get("messages").is_some_and(Value::is_array)
+        && doc.get("history").is_none()
         && (format.is_some_and(|f| f.starts_with("mini-swe-agent")) || doc.get("info").is_some_and(Value::is_object))
 }
 
