@@ -235,9 +235,10 @@ fn unwrap_shell(cmd: &str) -> &str {
 /// succeeded, so the call's result says whether the check passed — unless another
 /// command's exit code is the call's: its output piped into one (`mix test 2>&1 | tail
 /// -5`, and the shell not told `pipefail`), its failure caught (`|| true`), or a command
-/// run after it (`; echo`).
+/// run after it (`; echo`, or on a later line).
 fn runs_check(cmd: &str, verify: &str) -> Option<CheckRun> {
-    let lists = split_unquoted(cmd, ";");
+    // Commands one after the other: `;` or a line end (not one escaped or quoted).
+    let lists: Vec<&str> = split_unquoted(cmd, ";").into_iter().flat_map(|l| split_unquoted(l, "\n")).collect();
     let (k, part) = lists.iter().enumerate().find_map(|(k, list)| {
         split_unquoted(list, "&&").into_iter().find(|p| starts_with_word(p.trim(), verify)).map(|p| (k, p))
     })?;
@@ -622,6 +623,12 @@ mod tests {
         assert_eq!(runs_check("set -o pipefail; mix test | tail -5", "mix test"), Some(CheckRun::Status));
         assert_eq!(runs_check("mix test; echo done", "mix test"), hidden("was followed by `echo done`"));
         assert_eq!(runs_check("cd a; mix test", "mix test"), Some(CheckRun::Status));
+        assert_eq!(runs_check("cd /testbed\npython -m pytest -q\n", "python -m pytest"), Some(CheckRun::Status));
+        assert_eq!(
+            runs_check("python -m pytest \\\n  -q\ngit status", "python -m pytest"),
+            hidden("was followed by `git status`")
+        );
+        assert_eq!(runs_check("python -c \"1\npytest\"", "pytest"), None, "a quoted line end ends no command");
         assert_eq!(runs_check("case x in x) mix test;; esac", "mix test"), None, "`;;` ends no command");
         assert_eq!(runs_check("pytest -k 'a|b' \"x|y\"", "pytest"), Some(CheckRun::Status), "a quoted bar is no pipe");
         assert_eq!(runs_check("cd a && echo '&& pytest'", "pytest"), None, "a quoted && is no chain");
