@@ -233,9 +233,9 @@ fn unwrap_shell(cmd: &str) -> &str {
 /// its `&&` chains does (`cd /testbed && python -m pytest -q`, as agents run checks from
 /// the repository's folder). A chain's exit code is 0 only when every command of it
 /// succeeded, so the call's result says whether the check passed — unless another
-/// command's exit code is the call's: its output piped into one (`mix test 2>&1 | tail
-/// -5`, and the shell not told `pipefail`), its failure caught (`|| true`), or a command
-/// run after it (`; echo`, or on a later line).
+/// command's exit code is the call's, which the status then says: its output piped into
+/// one (`mix test 2>&1 | tail -5`, and the shell not told `pipefail`), its failure caught
+/// (`|| true`), or a command run after it (`; echo`, or on a later line).
 fn runs_check(cmd: &str, verify: &str) -> Option<CheckRun> {
     // Commands one after the other: `;` or a line end (not one escaped or quoted).
     let lists: Vec<&str> = split_unquoted(cmd, ";").into_iter().flat_map(|l| split_unquoted(l, "\n")).collect();
@@ -260,7 +260,7 @@ fn runs_check(cmd: &str, verify: &str) -> Option<CheckRun> {
 }
 
 /// How a call ran the check: its exit code is the check's, or it is another command's
-/// (what happened to the check, said in the status).
+/// (what happened to the check, said beside the status).
 #[derive(Debug, PartialEq, Eq)]
 enum CheckRun {
     Status,
@@ -304,9 +304,6 @@ pub fn starts_with_word(cmd: &str, prefix: &str) -> bool {
 fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str, run: &CheckRun) -> String {
     let result: Option<&Item> =
         t.items.iter().skip(owner + 1).rfind(|r| r.call_item == Some(owner) && r.result_call_id() == Some(call_id));
-    if let (Some(_), CheckRun::Hidden(what)) = (result, run) {
-        return format!("unknown (`{verify}` {what}: the exit code is not the check's)");
-    }
     let (state, code) = match result {
         None => return format!("unknown (`{verify}` has no result yet)"),
         Some(r) => match &r.kind {
@@ -314,10 +311,16 @@ fn check_status(t: &Transcript<'_>, owner: usize, call_id: &str, verify: &str, r
             crate::transcript::ItemKind::Message { .. } => (false, None),
         },
     };
+    // SPEC 5: pass or fail by the call's exit code. When that code is another
+    // command's, the status says so beside it rather than passing for the check's.
+    let check = match run {
+        CheckRun::Status => format!("`{verify}`"),
+        CheckRun::Hidden(what) => format!("`{verify}` {what}, whose exit code this is, not the check's"),
+    };
     match (state, code) {
-        (false, _) => format!("pass (`{verify}`)"),
-        (true, Some(c)) => format!("fail (exit code {c}, `{verify}`)"),
-        (true, None) => format!("fail (error, `{verify}`)"),
+        (false, _) => format!("pass ({check})"),
+        (true, Some(c)) => format!("fail (exit code {c}, {check})"),
+        (true, None) => format!("fail (error, {check})"),
     }
 }
 
