@@ -237,6 +237,10 @@ fn unwrap_shell(cmd: &str) -> &str {
 /// one (`mix test 2>&1 | tail -5`, and the shell not told `pipefail`), its failure caught
 /// (`|| true`), or a command run after it (`; echo`, or on a later line).
 fn runs_check(cmd: &str, verify: &str) -> Option<CheckRun> {
+    // Most shell calls are not the check: nothing is split for them.
+    if !cmd.contains(verify.trim()) {
+        return None;
+    }
     // Commands one after the other: `;` or a line end (not one escaped or quoted).
     let lists: Vec<&str> = split_unquoted(cmd, ";").into_iter().flat_map(|l| split_unquoted(l, "\n")).collect();
     let (k, part) = lists.iter().enumerate().find_map(|(k, list)| {

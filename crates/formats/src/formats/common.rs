@@ -313,6 +313,22 @@ pub enum InputCount {
     WithCache,
 }
 
+/// The usage of a chat completion as LiteLLM reports it (OpenHands' `model_response`,
+/// mini-swe-agent's `extra.response`): `prompt_tokens` counts the cached part, whether
+/// OpenAI's `prompt_tokens_details.cached_tokens` or Anthropic's cache figures beside it.
+pub fn litellm_usage(u: &Value) -> Usage {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let cache_read = n("cache_read_input_tokens")
+        .max(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")).and_then(Value::as_u64).unwrap_or(0));
+    usage(
+        n("prompt_tokens"),
+        cache_read,
+        n("cache_creation_input_tokens"),
+        n("completion_tokens"),
+        InputCount::WithCache,
+    )
+}
+
 /// Provider usage in canonical form (SPEC 1): `input_tokens` is uncached input only.
 pub fn usage(input: u64, cache_read: u64, cache_write: u64, output: u64, counted: InputCount) -> Usage {
     let input = match counted {

@@ -149,7 +149,11 @@ fn chat_reply(m: &Value) -> (String, Vec<(String, Value)>, Option<Usage>) {
     if calls.is_empty() && extra.get("actions").is_none() {
         calls = fenced_action(&text).map(|c| (String::new(), json!({"command": c}))).into_iter().collect();
     }
-    let used = extra.pointer("/response/usage").and_then(chat_usage);
+    // A usage without `prompt_tokens` is none (a response's figures may be absent).
+    let used = extra
+        .pointer("/response/usage")
+        .filter(|u| u.get("prompt_tokens").and_then(Value::as_u64).is_some())
+        .map(super::common::litellm_usage);
     (text, calls, used)
 }
 
@@ -177,18 +181,6 @@ fn response_reply(m: &Value) -> (String, Vec<(String, Value)>, Option<Usage>) {
         usage(n("input_tokens"), cached, 0, n("output_tokens"), InputCount::WithCacheReads)
     });
     (text, calls, used)
-}
-
-/// The usage of a chat completion as LiteLLM reports it (`prompt_tokens` counts the
-/// cached part, Anthropic's cache figures beside it).
-fn chat_usage(u: &Value) -> Option<Usage> {
-    let n = |k: &str| u.get(k).and_then(Value::as_u64);
-    let (input, output) = (n("prompt_tokens")?, n("completion_tokens").unwrap_or(0));
-    let cache_read = n("cache_read_input_tokens")
-        .unwrap_or(0)
-        .max(u.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0));
-    let cache_write = n("cache_creation_input_tokens").unwrap_or(0);
-    Some(usage(input, cache_read, cache_write, output, InputCount::WithCache))
 }
 
 /// The command of a reply whose action is its one fenced shell block (```` ```bash ````,

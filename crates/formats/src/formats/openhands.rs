@@ -296,13 +296,7 @@ fn response_usage(meta: &Value, seen: &mut HashSet<String>) -> Option<Usage> {
     if !seen.insert(rid) {
         return None;
     }
-    let u = resp.get("usage")?;
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let cache_read = n("cache_read_input_tokens")
-        .max(u.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")).and_then(Value::as_u64).unwrap_or(0));
-    let cache_write = n("cache_creation_input_tokens");
-    let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
-    Some(super::common::usage(input, cache_read, cache_write, output, super::common::InputCount::WithCache))
+    resp.get("usage").map(super::common::litellm_usage)
 }
 
 #[cfg(test)]
