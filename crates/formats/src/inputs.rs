@@ -31,6 +31,9 @@ pub struct Input {
     /// The input already opened to look at its head (read once: pipes cannot rewind),
     /// or why it could not be (stdin cannot be opened again to find out).
     opened: Mutex<Option<Result<Opened>>>,
+    /// A folder read as one transcript: a conversation the OpenHands agent SDK saved
+    /// (`base_state.json`, `events/event-*.json`).
+    pub folder: bool,
 }
 
 impl Input {
@@ -45,7 +48,7 @@ impl Input {
     }
 
     fn new(path: PathBuf, out_name: PathBuf) -> Input {
-        Input { path, out_name, broken: Mutex::new(None), linked: false, opened: Mutex::new(None) }
+        Input { path, out_name, broken: Mutex::new(None), linked: false, opened: Mutex::new(None), folder: false }
     }
 
     /// An entry a walk could not read: it fails with `error` when it is processed.
@@ -53,10 +56,30 @@ impl Input {
         Input { broken: Mutex::new(Some(error)), ..Input::new(path, out_name) }
     }
 
-    /// One file named by a library caller (no walk, no glob): `-` is stdin.
+    /// One file named by a library caller (no walk, no glob): `-` is stdin; a
+    /// conversation folder of the OpenHands agent SDK is read as one transcript.
     pub fn file(path: PathBuf) -> Input {
+        if path.is_dir() && crate::formats::openhands_v1::events_folder(&path).is_some() {
+            return Input::conversation(path, None);
+        }
         let out_name = path.file_name().map_or_else(|| PathBuf::from("input"), |n| out_stem(Path::new(n)));
         Input::new(path, out_name)
+    }
+
+    /// A conversation folder of the OpenHands agent SDK (or its `events/` folder), one
+    /// transcript; its outputs are named after the conversation (under `root`, the
+    /// folder walked, when it was found by a walk).
+    fn conversation(path: PathBuf, root: Option<&Path>) -> Input {
+        let conv = if path.file_name().is_some_and(|n| n == "events") { path.parent().unwrap_or(&path) } else { &path };
+        let out_name = match root.and_then(|r| conv.strip_prefix(r).ok()).filter(|r| !r.as_os_str().is_empty()) {
+            Some(rel) => rel.to_path_buf(),
+            None => conv
+                .canonicalize()
+                .ok()
+                .and_then(|c| c.file_name().map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("conversation")),
+        };
+        Input { folder: true, ..Input::new(path, out_name) }
     }
 
     pub fn is_stdin(&self) -> bool {
@@ -73,6 +96,8 @@ impl Input {
         }
         if self.is_stdin() {
             Opened::stdin()
+        } else if self.folder {
+            Opened::memory(crate::formats::openhands_v1::assemble_folder(&self.path)?, &self.path)
         } else {
             Opened::file(&self.path)
         }
@@ -110,10 +135,14 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
             continue;
         }
         let path = PathBuf::from(arg);
-        if path.is_dir() {
+        let conversations = matches!(format, InputFormat::Auto | InputFormat::Openhands);
+        if path.is_dir() && conversations && crate::formats::openhands_v1::events_folder(&path).is_some() {
+            out.push(Input::conversation(path, None));
+        } else if path.is_dir() {
             let before = out.len();
             let mut walk = Walk::new(&path, exts, exclude.as_deref(), None);
             walk.sniff_json = format == InputFormat::Auto;
+            walk.conversations = conversations;
             walk.run(&mut out)?;
             if out.len() == before {
                 return Err(Error::bad_input(
@@ -204,11 +233,14 @@ struct Walk<'a> {
     filter: Filter<'a>,
     /// Whether `.json` files are transcripts only when their head says so (`auto`).
     sniff_json: bool,
+    /// Whether a conversation folder of the OpenHands agent SDK is one input (its
+    /// files are not walked).
+    conversations: bool,
 }
 
 impl<'a> Walk<'a> {
     fn new(root: &'a Path, exts: &'a [&'a str], exclude: Option<&'a Path>, filter: Filter<'a>) -> Self {
-        Walk { root, exts, exclude, filter, sniff_json: false }
+        Walk { root, exts, exclude, filter, sniff_json: false, conversations: false }
     }
 
     fn run(&self, out: &mut Vec<Input>) -> Result<()> {
@@ -216,10 +248,17 @@ impl<'a> Walk<'a> {
             match met {
                 // Only folders can hold the out-dir; a file is never canonicalized.
                 Met::Folder(e) => {
-                    return Ok(e.depth() == 0
-                        || !self
-                            .exclude
-                            .is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x))))
+                    let excluded = e.depth() > 0
+                        && self.exclude.is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x)));
+                    if !excluded
+                        && e.depth() > 0
+                        && self.conversations
+                        && crate::formats::openhands_v1::events_folder(e.path()).is_some()
+                    {
+                        out.push(Input::conversation(e.path().to_path_buf(), Some(self.root)));
+                        return Ok(false);
+                    }
+                    return Ok(!excluded);
                 }
                 Met::Other(e) => self.entry(e.path(), e.path_is_symlink(), Ok(e.file_type()), out),
                 Met::Failed { path, error, broken_link: true } => self.entry(path, true, Err(error), out),

@@ -288,6 +288,12 @@ impl Opened {
         Opened::new(Box::new(io::Cursor::new(bytes)), name, Some(size))?.read_all()
     }
 
+    /// An input made in memory (a folder's files joined), its head read as a file's.
+    pub fn memory(bytes: Vec<u8>, name: &Path) -> Result<Opened> {
+        let size = bytes.len() as u64;
+        Opened::new(Box::new(io::Cursor::new(bytes)), name, Some(size))
+    }
+
     /// Standard input, read once.
     pub fn stdin() -> Result<Opened> {
         Opened::new(Box::new(io::stdin()), Path::new("-"), None)

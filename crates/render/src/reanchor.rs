@@ -440,17 +440,21 @@ impl<'c> Args<'c> {
 
 /// Whether a tool keeps a plan or todo list.
 fn is_plan(name: &str) -> bool {
-    matches!(name, "update_plan" | "TodoWrite" | "write_todos")
+    matches!(name, "update_plan" | "TodoWrite" | "write_todos" | "task_tracker")
 }
 
 /// The step list of a plan/todo call — `update_plan` (`plan[].step`), `TodoWrite`
-/// (`todos[].content`) or Gemini CLI's `write_todos` (`todos[].description`) — and the
-/// key of each step's text.
+/// (`todos[].content`), Gemini CLI's `write_todos` (`todos[].description`) or
+/// OpenHands' `task_tracker` (`task_list[].title`, its `plan` command; `view` lists
+/// none) — and the key of each step's text.
 fn plan_list<'v>(name: &str, args: &'v Value) -> Option<(&'v Vec<Value>, &'static str)> {
     let (list, text_key) = match name {
         "update_plan" => (args.get("plan")?, "step"),
         "TodoWrite" => (args.get("todos")?, "content"),
         "write_todos" => (args.get("todos")?, "description"),
+        "task_tracker" if args.get("command").and_then(Value::as_str).unwrap_or("plan") == "plan" => {
+            (args.get("task_list")?, "title")
+        }
         _ => return None,
     };
     Some((list.as_array()?, text_key))
@@ -461,7 +465,7 @@ fn plan_steps(name: &str, args: &Value) -> Option<Vec<String>> {
     let (list, text_key) = plan_list(name, args)?;
     let open = list
         .iter()
-        .filter(|s| !matches!(s.get("status").and_then(Value::as_str), Some("completed" | "cancelled")))
+        .filter(|s| !matches!(s.get("status").and_then(Value::as_str), Some("completed" | "cancelled" | "done")))
         .filter_map(|s| {
             let text = s.get(text_key).and_then(Value::as_str)?;
             let status = s.get("status").and_then(Value::as_str).unwrap_or("pending");

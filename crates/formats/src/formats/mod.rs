@@ -9,6 +9,7 @@ mod mini_swe_agent;
 pub mod models;
 pub mod openai;
 pub mod openhands;
+pub mod openhands_v1;
 mod swe_agent;
 
 use crate::error::{Error, Result};
@@ -489,6 +490,13 @@ impl FirstRecord {
         }
         if self.ty.is_none() && (has("history") || openhands::is_resolver_output(&self.keys)) {
             return Some(InputFormat::Openhands); // lines that carry a `history` of events
+        }
+        // OpenHands events one per line: the agent SDK's (`kind`; a conversation folder
+        // is read so) or an older stream's (`source` with its `action` or
+        // `observation`). Every event has an `id` and a `timestamp`; no other format's
+        // record has both without a `type`.
+        if self.ty.is_none() && has("id") && has("timestamp") && (has("kind") || has("source")) {
+            return Some(InputFormat::Openhands);
         }
         ["session", "message", "tool_result", "event"].contains(&ty).then_some(InputFormat::Rivumi)
     }

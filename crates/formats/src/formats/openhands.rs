@@ -33,8 +33,12 @@ pub fn is_resolver_output(keys: &[String]) -> bool {
     has("issue") && has("instruction") && (has("history") || has("base_commit"))
 }
 
-/// The item id of event `k`: `e<id>`, or `e#<k>` for an event without an id.
+/// The item id of event `k`: `e<id>`, or `e#<k>` for an event without an id (a V1
+/// action's is its model response's: see [`super::openhands_v1::event_item_id`]).
 pub fn event_item_id(e: &Value, k: usize) -> String {
+    if super::openhands_v1::is_event(e) {
+        return super::openhands_v1::event_item_id(e).unwrap_or_else(|| format!("e#{k}"));
+    }
     match e.get("id").filter(|v| !v.is_null()) {
         Some(v) => format!("e{}", v.to_string().trim_matches('"')),
         None => format!("e#{k}"),
@@ -48,6 +52,10 @@ pub const INJECTED_KEY: &str = "rivumi";
 /// outputs are flat (`dataclasses.asdict`): no `id`, `source` or `args`, the action's
 /// arguments at the top level, each observation right after its action.
 pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
+    // The agent SDK's events (OpenHands V1) are told by their `kind`.
+    if events.iter().any(super::openhands_v1::is_event) {
+        return super::openhands_v1::from_events(events, file);
+    }
     let mut st = Events::default();
     for (k, e) in events.iter().enumerate() {
         st.out.begin(0);

@@ -364,10 +364,16 @@ fn canonical_line(value: &Value, format: InputFormat) -> std::result::Result<Vec
 fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let events = line.get("history").and_then(Value::as_array).cloned().unwrap_or_default();
     let (t, plan) = (&done.transcript, &done.plan);
-    let removed: std::collections::HashSet<&str> = plan.removed.iter().map(|&i| t.items[i].id.as_ref()).collect();
+    // An item restated after an OpenHands condensation (`<id>~c1`) is its event's.
+    let event_id = |i: usize| {
+        let id: &str = t.items[i].id.as_ref();
+        id.split_once('~').map_or(id, |(event, _)| event)
+    };
+    let removed: std::collections::HashSet<&str> = plan.removed.iter().map(|&i| event_id(i)).collect();
     let event_of: std::collections::HashMap<String, usize> =
         events.iter().enumerate().map(|(k, e)| (openhands::event_item_id(e, k), k)).collect();
-    let event_of_item = |i: usize| event_of.get(t.items[i].id.as_ref()).copied();
+    let event_of_item = |i: usize| event_of.get(event_id(i)).copied();
+    let v1 = events.iter().any(crate::formats::openhands_v1::is_event);
     // The replacement goes after the event of the last item it replaces, so that the
     // events in the removed span that are no item (environment events) stay before it.
     let anchor = plan.replacement.as_ref().and_then(|(ri, m)| Some((t.records[*ri].kind_item()?, m)));
@@ -393,7 +399,7 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
                 if let Some(k) = anchor.filter(|(_, a)| std::ptr::eq(*a, m)).and_then(|(i, _)| event_of_item(i)) {
                     flush(&mut history, k);
                 }
-                history.push(openhands_event(m));
+                history.push(if v1 { openhands_v1_event(m) } else { openhands_event(m) });
             }
             Step::Event(_) | Step::Record(_) => {}
         }
@@ -402,6 +408,13 @@ fn openhands_from_plan(line: &Value, done: &Processed<'_>) -> Value {
     let mut out: Map<String, Value> = line.as_object().cloned().unwrap_or_default();
     out.insert("history".into(), Value::Array(history));
     Value::Object(out)
+}
+
+/// An injected message as a user message of the OpenHands agent SDK (V1).
+fn openhands_v1_event(m: &Message) -> Value {
+    json!({"id": m.id, "source": "user",
+        "llm_message": {"role": "user", "content": [{"type": "text", "text": m.content}]},
+        "kind": "MessageEvent", (openhands::INJECTED_KEY): m.kind.as_str()})
 }
 
 /// An injected message as an OpenHands user message event.

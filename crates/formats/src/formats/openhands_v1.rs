@@ -1,0 +1,548 @@
+//! OpenHands V1 events (the agent SDK, `openhands-sdk`, which OpenHands runs on since
+//! late 2025), read as `openhands`. Each event is told by its `kind`: `SystemPromptEvent`
+//! (the system message), `MessageEvent` (a user's or the agent's message: its
+//! `llm_message` is what the model is sent), `ActionEvent` (one tool call of a model
+//! response; the calls of one response, `llm_response_id`, are one assistant message),
+//! `ObservationEvent`, `UserRejectObservation` and `AgentErrorEvent` (a call's result),
+//! `Condensation` (OpenHands' own compaction: the events it forgets leave the model's
+//! context, its summary comes in at `summary_offset`). A conversation saved by the SDK
+//! is a folder (`base_state.json`, `events/event-NNNNN-<id>.json`), read as one input
+//! (see [`assemble_folder`]): its state gives the model and each response's usage.
+//!
+//! Events name their parent (`parent_id`): the thread read is the active branch, from
+//! the state's `leaf_event_id` (or the last event) back to the root; an event without a
+//! parent follows the one before it in the log, as the SDK reads older logs.
+
+use super::common::{text_of, tool_result, usage, Call, CanonicalRecord, EventRecord, Imported, InputCount};
+use super::DEFAULT_SHELL_TOOLS;
+use crate::error::{Error, Result};
+use crate::transcript::{Event, Role, Skip, Usage};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Whether an event is one of the SDK's (a `kind`, and no V0 `action` / `observation`
+/// name).
+pub fn is_event(e: &Value) -> bool {
+    e.get("kind").is_some_and(Value::is_string)
+        && !e.get("action").is_some_and(Value::is_string)
+        && !e.get("observation").is_some_and(Value::is_string)
+}
+
+/// Whether a record is a conversation's saved state (`base_state.json`).
+pub fn is_state(e: &Value) -> bool {
+    e.get("kind").is_none() && e.get("agent").is_some_and(Value::is_object) && e.get("id").is_some()
+}
+
+/// The item id of an event: an action's is its model response's (the calls of one
+/// response are one assistant message), any other event's its own id.
+pub fn event_item_id(e: &Value) -> Option<String> {
+    let response = e.get("llm_response_id").and_then(Value::as_str).filter(|_| kind(e) == "ActionEvent");
+    response.or_else(|| e.get("id").and_then(Value::as_str)).map(|id| format!("e{id}"))
+}
+
+fn kind(e: &Value) -> &str {
+    e.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The SDK's events that the model is never sent: the conversation's state changes,
+/// token ids, completion logs, streamed pieces, hooks, pauses.
+const BOOKKEEPING: &[&str] = &[
+    "ConversationStateUpdateEvent",
+    "TokenEvent",
+    "LLMCompletionLogEvent",
+    "StreamingDeltaEvent",
+    "HookExecutionEvent",
+    "PauseEvent",
+    "InterruptEvent",
+    "CondensationRequest",
+    "ACPToolCallEvent",
+];
+
+/// The SDK's tool names: its shell is `terminal` (`execute_bash` before 1.1), its
+/// editor `file_editor` (`str_replace_editor` before), its plan `task_tracker`.
+const SHELL_TOOLS: &[&str] = &["terminal", "execute_bash"];
+const WRITE_TOOLS: &[&str] = &["file_editor", "planning_file_editor"];
+
+/// The canonical records of a list of V1 events (any container: a folder, a JSON array,
+/// JSON Lines, an evaluation output's `history`).
+pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
+    let mut st = Reader::default();
+    let state = events.iter().find(|e| is_state(e));
+    if let Some(state) = state {
+        st.read_state(state);
+    }
+    let on_thread = active_branch(events, state);
+    for (k, e) in events.iter().enumerate() {
+        st.out.begin(0);
+        if is_state(e) {
+            st.out.leave_out(Skip::Header);
+        } else if !on_thread[k] {
+            st.out.leave_out(Skip::OffThread);
+        } else {
+            st.event(e, k);
+        }
+    }
+    Ok(st.finish(file, state))
+}
+
+/// Which events are on the active branch. The branch is the path from the state's
+/// `leaf_event_id` (or the last event with an id) to the root by `parent_id` (an event
+/// without one, or whose parent is not in the log, follows the event before it; a
+/// `parent_id` of `__root__` is a root). An event off that path is on an abandoned
+/// branch when its parent is on the path (it is a sibling of the path's own event), or
+/// when its parent is off; one that names no parent (a message this tool injected, an
+/// older SDK's event) goes with the event before it.
+fn active_branch(events: &[Value], state: Option<&Value>) -> Vec<bool> {
+    let ids: Vec<Option<&str>> =
+        events.iter().map(|e| e.get("id").and_then(Value::as_str).filter(|_| is_event(e))).collect();
+    let at: HashMap<&str, usize> = ids.iter().enumerate().filter_map(|(k, id)| Some(((*id)?, k))).collect();
+    let leaf = state
+        .and_then(|s| s.get("leaf_event_id"))
+        .and_then(Value::as_str)
+        .and_then(|id| at.get(id).copied())
+        .or_else(|| ids.iter().rposition(Option::is_some));
+    let Some(leaf) = leaf else {
+        return vec![true; events.len()]; // no event has an id: the log is the thread
+    };
+    let previous = |k: usize| ids[..k].iter().rposition(Option::is_some);
+    // The parent an event names, when it is in the log (`None`: it names none, or one
+    // that is not there, or `__root__`).
+    let named = |k: usize| {
+        let p = events[k].get("parent_id").and_then(Value::as_str)?;
+        at.get(p).copied().filter(|&p| p != k)
+    };
+    let mut path = vec![false; events.len()];
+    let mut k = leaf;
+    loop {
+        if path[k] {
+            break; // a cycle
+        }
+        path[k] = true;
+        let next = match events[k].get("parent_id").and_then(Value::as_str) {
+            Some("__root__") => None,
+            _ => named(k).or_else(|| previous(k)),
+        };
+        match next {
+            Some(p) => k = p,
+            None => break,
+        }
+    }
+    let mut on = vec![false; events.len()];
+    for k in 0..events.len() {
+        on[k] = if path[k] || ids[k].is_none() {
+            true
+        } else if let Some(p) = named(k) {
+            !path[p] && on[p]
+        } else if events[k].get("parent_id").and_then(Value::as_str) == Some("__root__") {
+            false // a root of its own, not the path's
+        } else {
+            previous(k).is_none_or(|p| on[p])
+        };
+    }
+    on
+}
+
+#[derive(Default)]
+struct Reader {
+    out: Imported,
+    turn: usize,
+    /// Each model response's usage (from the state's metrics), given once.
+    usage: HashMap<String, Usage>,
+    /// The records of the model's context so far, by their event (what a condensation
+    /// keeps or forgets): (event id, record index).
+    view: Vec<(String, usize)>,
+    /// The assistant message of the latest model response with calls: (response id,
+    /// record index), while nothing else came after it.
+    open_response: Option<(String, usize)>,
+    /// Call id → tool name, for results.
+    calls: HashMap<String, String>,
+    condensations: usize,
+    /// Item ids given so far.
+    used: HashSet<String>,
+    /// After a condensation, the mark of the turn it restated (`~c<n>`): the turn goes
+    /// on under that name until the next user message.
+    restated: String,
+    model: Option<String>,
+    workspace: Option<String>,
+}
+
+impl Reader {
+    fn read_state(&mut self, state: &Value) {
+        let llm = state.get("agent").and_then(|a| a.get("llm"));
+        self.model = llm.and_then(|l| l.get("model")).and_then(Value::as_str).map(str::to_string);
+        self.workspace =
+            state.get("workspace").and_then(|w| w.get("working_dir")).and_then(Value::as_str).map(str::to_string);
+        // `stats.usage_to_metrics.<usage id>.token_usages[]`: one per model response;
+        // LiteLLM's prompt count holds the cached part.
+        let metrics = state.get("stats").and_then(|s| s.get("usage_to_metrics")).and_then(Value::as_object);
+        for m in metrics.into_iter().flat_map(|m| m.values()) {
+            for u in m.get("token_usages").and_then(Value::as_array).into_iter().flatten() {
+                let Some(rid) = u.get("response_id").and_then(Value::as_str).filter(|r| !r.is_empty()) else {
+                    continue;
+                };
+                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let used = usage(
+                    n("prompt_tokens"),
+                    n("cache_read_tokens"),
+                    n("cache_write_tokens"),
+                    n("completion_tokens"),
+                    InputCount::WithCache,
+                );
+                self.usage.entry(rid.to_string()).or_insert(used);
+            }
+        }
+    }
+
+    fn event(&mut self, e: &Value, k: usize) {
+        let id = e.get("id").and_then(Value::as_str).map_or_else(|| format!("#{k}"), str::to_string);
+        let item = format!("e{id}");
+        let turn = self.turn_id();
+        match kind(e) {
+            "SystemPromptEvent" => {
+                let text = [e.get("system_prompt"), e.get("dynamic_context")]
+                    .into_iter()
+                    .flatten()
+                    .map(text_of)
+                    .filter(|t| !t.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                self.push_view(&id, super::common::message(&item, &turn, Role::System, json!(text)));
+            }
+            "MessageEvent" => self.message(e, &id, &item),
+            "ActionEvent" => self.action(e, &id),
+            "ObservationEvent" | "UserRejectObservation" | "AgentErrorEvent" => self.result(e, &id, &item, &turn),
+            "CondensationSummaryEvent" => {
+                let text = e.get("summary").and_then(Value::as_str).unwrap_or("");
+                self.push_view(&id, super::common::message(&item, &turn, Role::User, json!(text)));
+            }
+            "Condensation" => self.condensation(e, &id),
+            "ConversationErrorEvent" => self.out.leave_out(Skip::DisplayOnly),
+            k if BOOKKEEPING.contains(&k) => self.out.leave_out(Skip::Bookkeeping),
+            other => {
+                let other = if other.is_empty() { "(no kind)" } else { other };
+                self.out.skip(&format!("kind/{other}"));
+            }
+        }
+    }
+
+    fn push_view(&mut self, event: &str, rec: impl Into<CanonicalRecord>) {
+        self.open_response = None;
+        let mut rec = rec.into();
+        // Item ids are unique: an event logged twice (or a response id met again) is
+        // told apart.
+        let id = match &mut rec {
+            CanonicalRecord::Message(m) => Some(&mut m.id),
+            CanonicalRecord::ToolResult(r) => Some(&mut r.id),
+            CanonicalRecord::Event(_) => None,
+        };
+        if let Some(id) = id {
+            let mut unique = id.to_string();
+            let mut k = 1;
+            while !self.used.insert(unique.clone()) {
+                k += 1;
+                unique = format!("{id}~{k}");
+            }
+            *id = unique.into();
+        }
+        let at = self.out.push(rec);
+        self.view.push((event.to_string(), at));
+    }
+
+    fn message(&mut self, e: &Value, id: &str, item: &str) {
+        let m = e.get("llm_message").unwrap_or(&Value::Null);
+        let source = e.get("source").and_then(Value::as_str).unwrap_or("");
+        let role = match m.get("role").and_then(Value::as_str) {
+            Some("assistant") => Role::Assistant,
+            Some("system") => Role::System,
+            Some("user") => Role::User,
+            _ if source == "agent" => Role::Assistant,
+            _ => Role::User,
+        };
+        let mut parts = vec![text_of(m.get("content").unwrap_or(&Value::Null))];
+        // What the agent's context added to the message (skills, rules) is sent with it.
+        parts.extend(e.get("extended_content").and_then(Value::as_array).into_iter().flatten().map(text_of));
+        let text = parts.into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n");
+        let injected = e.get(super::openhands::INJECTED_KEY).and_then(Value::as_str);
+        if role == Role::User && injected.is_none() {
+            self.turn += 1;
+            self.restated.clear();
+        }
+        let mut rec = super::common::message(item, &self.turn_id(), role, json!(text));
+        rec.set_synthetic(injected.map(str::to_string));
+        if role == Role::Assistant {
+            rec.usage = self.response_usage(e);
+        }
+        self.push_view(id, rec);
+    }
+
+    /// An action: a call of its model response's assistant message (made by the first
+    /// action of the response; the thought is the first's only).
+    fn action(&mut self, e: &Value, id: &str) {
+        let response = e.get("llm_response_id").and_then(Value::as_str).unwrap_or("");
+        let call = e.get("tool_call").unwrap_or(&Value::Null);
+        let call_id = e
+            .get("tool_call_id")
+            .or_else(|| call.get("id"))
+            .and_then(Value::as_str)
+            .map_or_else(|| id.to_string(), str::to_string);
+        let name = call.get("name").or_else(|| e.get("tool_name")).and_then(Value::as_str).unwrap_or("").to_string();
+        // The model's own arguments (the action object is the SDK's parse of them).
+        let arguments = match call.get("arguments") {
+            Some(a) => super::common::arguments(Some(a)),
+            None => action_arguments(e.get("action").unwrap_or(&Value::Null)),
+        };
+        self.calls.insert(call_id.clone(), name.clone());
+        let joins = self.open_response.as_ref().filter(|(r, _)| !response.is_empty() && r == response).map(|(_, at)| *at);
+        if let Some(at) = joins {
+            self.out.joined();
+            if let Some(m) = self.out.message_mut(at) {
+                m.push_call(Call::new(call_id.as_str(), name.as_str(), &arguments));
+            }
+            return;
+        }
+        let thought = text_of(e.get("thought").unwrap_or(&Value::Null));
+        let item = if response.is_empty() { format!("e{id}") } else { format!("e{response}") };
+        let mut rec =
+            super::common::message(&item, &self.turn_id(), Role::Assistant, json!(thought));
+        rec.push_call(Call::new(call_id.as_str(), name.as_str(), &arguments));
+        rec.usage = self.response_usage(e);
+        self.push_view(id, rec);
+        let at = self.out.records.len() - 1;
+        self.open_response = (!response.is_empty()).then(|| (response.to_string(), at));
+    }
+
+    fn result(&mut self, e: &Value, id: &str, item: &str, turn: &str) {
+        let call_id = e.get("tool_call_id").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = e
+            .get("tool_name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| self.calls.get(&call_id).cloned());
+        let obs = e.get("observation").unwrap_or(&Value::Null);
+        let (text, failed, code) = match kind(e) {
+            "UserRejectObservation" => {
+                let reason = e.get("rejection_reason").and_then(Value::as_str).unwrap_or("User rejected the action");
+                (format!("Action rejected: {reason}"), true, None)
+            }
+            "AgentErrorEvent" => (e.get("error").and_then(Value::as_str).unwrap_or("").to_string(), true, None),
+            _ => observation(obs),
+        };
+        let mut rec = tool_result(item, turn, &call_id, name.as_deref(), json!(text), failed);
+        rec.exit_code = code;
+        self.push_view(id, rec);
+    }
+
+    /// OpenHands' compaction: a completed compaction, then the context the model sees
+    /// from now on — the events kept, in their order, with the summary at its offset —
+    /// restated under new ids.
+    fn condensation(&mut self, e: &Value, id: &str) {
+        let forgotten: HashSet<&str> =
+            e.get("forgotten_event_ids").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let pre_tokens = self.last_prompt();
+        self.condensations += 1;
+        let n = self.condensations;
+        self.out.push(EventRecord::new(
+            Event::CompactionCompleted,
+            format!("openhands-condensation-{n}"),
+            [("trigger", json!("auto")), ("pre_tokens", json!(pre_tokens))],
+        ));
+        self.open_response = None;
+        let mut kept: Vec<(String, usize)> =
+            std::mem::take(&mut self.view).into_iter().filter(|(ev, _)| !forgotten.contains(ev.as_str())).collect();
+        // A result whose call was forgotten leaves with it (the SDK's view keeps calls
+        // and results in pairs).
+        let calls: HashSet<String> = kept
+            .iter()
+            .filter_map(|(_, at)| self.out.records[*at].as_message()?.tool_calls.as_ref())
+            .flatten()
+            .map(|c| c.id.to_string())
+            .collect();
+        kept.retain(|(_, at)| match &self.out.records[*at] {
+            CanonicalRecord::ToolResult(r) => calls.contains(r.call_id.as_ref()),
+            _ => true,
+        });
+        let summary = e.get("summary").and_then(Value::as_str);
+        let offset = e.get("summary_offset").and_then(Value::as_u64).map(|o| (o as usize).min(kept.len()));
+        let mut view = Vec::with_capacity(kept.len() + 1);
+        for (k, (event, at)) in kept.iter().enumerate() {
+            if summary.is_some() && offset == Some(k) {
+                self.summary(id, summary.unwrap_or(""), n, &mut view);
+            }
+            let mut rec = self.out.records[*at].clone();
+            // Restated under new ids, in turns of their own (a later checkpoint still
+            // tells the turns after the condensation from the ones it restates).
+            match &mut rec {
+                CanonicalRecord::Message(m) => {
+                    m.id = format!("{}~c{n}", m.id).into();
+                    m.set_turn(restated_turn(m.turn(), n));
+                }
+                CanonicalRecord::ToolResult(r) => {
+                    r.id = format!("{}~c{n}", r.id).into();
+                    r.turn = r.turn.as_ref().map(|t| restated_turn(t, n).into());
+                }
+                CanonicalRecord::Event(_) => {}
+            }
+            // A restated reply is no model call: its usage is the call's that made it.
+            if let Some(m) = rec.as_message_mut() {
+                if m.role == Role::Assistant {
+                    m.usage = Some(usage(0, 0, 0, 0, InputCount::Uncached));
+                }
+            }
+            let origin = self.out.current();
+            let line = self.out.line;
+            self.out.restating = Some(origin);
+            let new_at = self.out.push_from(origin, line, rec);
+            self.out.restating = None;
+            view.push((event.clone(), new_at));
+        }
+        if summary.is_some() && offset == Some(kept.len()) {
+            self.summary(id, summary.unwrap_or(""), n, &mut view);
+        }
+        self.view = view;
+        // The turn goes on in its restated form.
+        self.restated = format!("~c{n}");
+    }
+
+    /// The condensation's summary, a user message in the context (as the SDK sends it).
+    fn summary(&mut self, id: &str, text: &str, n: usize, view: &mut Vec<(String, usize)>) {
+        let turn = format!("turn-{}~c{n}", self.turn);
+        let at = self.out.push(super::common::message(&format!("c{id}-summary"), &turn, Role::User, json!(text)));
+        view.push((format!("{id}-summary"), at));
+    }
+
+    /// The current turn's id.
+    fn turn_id(&self) -> String {
+        format!("turn-{}{}", self.turn, self.restated)
+    }
+
+    /// The prompt of the latest model call (what the context held before a condensation).
+    fn last_prompt(&self) -> u64 {
+        self.out
+            .records
+            .iter()
+            .rev()
+            .filter_map(|r| r.as_message()?.usage.as_ref())
+            .map(|u| u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens)
+            .find(|&t| t > 0)
+            .unwrap_or(0)
+    }
+
+    fn response_usage(&mut self, e: &Value) -> Option<Usage> {
+        let rid = e.get("llm_response_id").and_then(Value::as_str)?;
+        self.usage.remove(rid)
+    }
+
+    fn finish(mut self, file: &Path, state: Option<&Value>) -> Imported {
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let id = state.and_then(|s| s.get("id")).and_then(Value::as_str).map_or(stem, str::to_string);
+        self.out.session.insert("id".into(), json!(id));
+        self.out.session.insert("runtime".into(), json!({"kind": "agent-runner"}));
+        let mut shells: Vec<&str> = DEFAULT_SHELL_TOOLS.to_vec();
+        shells.extend(SHELL_TOOLS);
+        let mut writers: Vec<&str> = super::DEFAULT_WRITE_TOOLS.to_vec();
+        writers.extend(WRITE_TOOLS);
+        self.out.session.insert("reanchor".into(), json!({"shell_tools": shells, "write_tools": writers}));
+        if let Some(root) = self.workspace {
+            self.out.session.insert("workspace".into(), json!({"root": root}));
+        }
+        if let Some(model) = self.model {
+            self.out.session.insert("model".into(), json!(model));
+        }
+        self.out
+    }
+}
+
+/// The turn a record restated by condensation `n` is in: its own turn's, marked `~c<n>`
+/// (once: a turn restated again drops the earlier mark).
+fn restated_turn(turn: &str, n: usize) -> String {
+    let base = turn.split_once('~').map_or(turn, |(base, _)| base);
+    format!("{base}~c{n}")
+}
+
+/// An observation's text, whether it failed, and a command's exit code. The SDK's
+/// observations hold `content` (text blocks; a string in its first versions, or
+/// `output`) and `is_error` (`error` before); a terminal's exit code is `exit_code` or
+/// its `metadata`'s.
+fn observation(obs: &Value) -> (String, bool, Option<i64>) {
+    let content = obs.get("content").or_else(|| obs.get("output")).unwrap_or(&Value::Null);
+    let text = text_of(content);
+    let failed = [obs.get("is_error"), obs.get("error")].into_iter().flatten().any(|v| v.as_bool() == Some(true));
+    let code = obs
+        .get("exit_code")
+        .filter(|c| !c.is_null())
+        .or_else(|| obs.get("metadata").and_then(|m| m.get("exit_code")))
+        .and_then(Value::as_i64);
+    (text, failed, code)
+}
+
+/// An action's arguments when its model call was not kept: the action without its
+/// `kind`.
+fn action_arguments(action: &Value) -> Value {
+    match action {
+        Value::Object(o) => Value::Object(o.iter().filter(|(k, _)| *k != "kind").map(|(k, v)| (k.clone(), v.clone())).collect()),
+        v => v.clone(),
+    }
+}
+
+/// The name of an event file the SDK writes: `event-<index>-<event id>.json`, the index
+/// of at least five digits.
+pub fn event_index(name: &str) -> Option<u64> {
+    let rest = name.strip_prefix("event-")?.strip_suffix(".json")?;
+    let (index, id) = rest.split_once('-')?;
+    let id_ok = id.len() >= 8 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    (index.len() >= 5 && index.bytes().all(|b| b.is_ascii_digit()) && id_ok).then(|| index.parse().ok())?
+}
+
+/// The folder of a conversation's event files, when `dir` is a conversation the SDK
+/// saved (it holds `events/` with event files) or that `events/` folder itself.
+pub fn events_folder(dir: &Path) -> Option<PathBuf> {
+    let holds_events = |d: &Path| {
+        std::fs::read_dir(d).ok().is_some_and(|mut it| {
+            it.any(|e| e.ok().is_some_and(|e| event_index(&e.file_name().to_string_lossy()).is_some()))
+        })
+    };
+    let inner = dir.join("events");
+    if inner.is_dir() && holds_events(&inner) {
+        return Some(inner);
+    }
+    (dir.file_name().is_some_and(|n| n == "events") && holds_events(dir)).then(|| dir.to_path_buf())
+}
+
+/// A conversation folder as one input: its event files in their order, one per line
+/// (line N is the N-th event file), then its `base_state.json` when it has one. Each
+/// file is read as JSON on its own, so a bad one is named with its line and column.
+pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
+    let events = events_folder(dir).ok_or_else(|| Error::bad_input(dir, "no OpenHands events (events/event-*.json) here"))?;
+    let mut files: Vec<(u64, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(&events).map_err(|e| Error::read(&events, e))? {
+        let entry = entry.map_err(|e| Error::read(&events, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(index) = event_index(&name) {
+            files.push((index, entry.path()));
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    let state = events.parent().map(|p| p.join("base_state.json")).filter(|p| p.is_file());
+    for path in files.iter().map(|(_, p)| p).chain(state.as_ref()) {
+        let raw = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+        let value: Value = serde_json::from_slice(&raw).map_err(|e| {
+            let text = String::from_utf8_lossy(&raw);
+            let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+            let (col, message) = crate::error::serde_position(&e, line);
+            Error::bad_line(path, e.line().max(1), col, message)
+        })?;
+        if !value.is_object() {
+            return Err(Error::bad_line(path, 1, 1, "expected a JSON object (one event)"));
+        }
+        let trimmed = raw.trim_ascii();
+        if trimmed.contains(&b'\n') || trimmed.contains(&b'\r') {
+            out.extend(serde_json::to_vec(&value).map_err(|e| Error::bad_input(path, e.to_string()))?);
+        } else {
+            out.extend_from_slice(trimmed);
+        }
+        out.push(b'\n');
+    }
+    Ok(out)
+}
