@@ -687,3 +687,118 @@ fn a_folder_of_mini_swe_agent_runs_gives_its_trajectories() {
         assert_eq!(v["transcripts"], 2, "{format}: {v}");
     }
 }
+
+/// A conversation the OpenHands agent SDK saved, written as the SDK writes it: one
+/// event per file (`events/event-NNNNN-<id>.json`, compact JSON), and `base_state.json`
+/// (pretty-printed) beside them. Returns the conversation's folder.
+fn sdk_conversation(under: &Path, case: &str) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("testdata/cases").join(case).join("input.jsonl")).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (state, events) = lines.split_last().unwrap();
+    let id = state["id"].as_str().unwrap().replace('-', "");
+    let conv = under.join(id);
+    std::fs::create_dir_all(conv.join("events")).unwrap();
+    for (k, e) in events.iter().enumerate() {
+        let name = format!("event-{k:05}-{}.json", e["id"].as_str().unwrap());
+        std::fs::write(conv.join("events").join(name), serde_json::to_vec(e).unwrap()).unwrap();
+    }
+    std::fs::write(conv.join("events/.eventlog.lock"), b"").unwrap();
+    std::fs::write(conv.join("base_state.json"), serde_json::to_vec_pretty(state).unwrap()).unwrap();
+    conv
+}
+
+/// OpenHands V1 keeps a conversation as a folder of event files: the folder (or its
+/// `events/`) is one transcript, read as the same events on JSON Lines are, and a
+/// folder of conversations gives one input for each. The state is the header, the SDK's
+/// bookkeeping events are counted so, a kind the reader does not know is `unknown`.
+#[test]
+fn an_openhands_sdk_conversation_folder_is_one_transcript() {
+    let case = root().join("testdata/cases/openhands-sdk-condensation/input.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let conv = sdk_conversation(dir.path(), "openhands-sdk-condensation");
+    let want = records(&case, &["--max-total-tokens", "20000"]);
+    assert_eq!(want["records"], 29, "{want}");
+    assert_eq!(want["skipped"]["header"], 1, "{want}");
+    assert_eq!(want["skipped"]["bookkeeping"], 4, "{want}");
+    assert_eq!(want["unknown_types"]["kind/SomeFutureEvent"], 1, "{want}");
+    for input in [conv.clone(), conv.join("events")] {
+        let got = records(&input, &["--max-total-tokens", "20000"]);
+        assert_eq!(got, want, "{}", input.display());
+        adds_up(&input, &got);
+    }
+    // The folder's transcript is the JSON Lines' (the same events, the state last).
+    let (_, from_lines) = transcript(&case);
+    let (_, from_folder) = transcript(&conv);
+    assert_eq!(from_folder, from_lines);
+    // A folder of conversations: one input each, named after its conversation.
+    let second = sdk_conversation(&dir.path().join("more"), "openhands-sdk-condensation");
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&["run", "--max-total-tokens", "20000", path_str(dir.path()), "--out-dir", path_str(out.path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2 file(s): 2 compacted"), "{}", stderr(&o));
+    let name = conv.file_name().unwrap();
+    assert!(out.path().join(name).join("transcript.jsonl").is_file());
+    assert!(out.path().join("more").join(second.file_name().unwrap()).join("transcript.jsonl").is_file());
+    // A broken event file is named with its line and column; the folder is not changed.
+    let bad = conv.join("events").join(
+        std::fs::read_dir(conv.join("events"))
+            .unwrap()
+            .find_map(|e| {
+                let n = e.unwrap().file_name().into_string().unwrap();
+                n.starts_with("event-00004-").then_some(n)
+            })
+            .unwrap(),
+    );
+    std::fs::write(&bad, b"{\"id\": \"x\",\n  \"kind\": oops}").unwrap();
+    let o = run(&["decide", path_str(&conv)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("{}:2:11:", bad.display())), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&bad).unwrap(), b"{\"id\": \"x\",\n  \"kind\": oops}");
+}
+
+/// The SDK's events form a tree (`parent_id`): the thread is the path from the leaf
+/// (the state's `leaf_event_id`, else the last event) to the root; the events of the
+/// other branch are `off_thread`. An event that names no parent (an older SDK's, or one
+/// this tool injected) goes with the event before it.
+#[test]
+fn openhands_sdk_events_off_the_active_branch_are_off_thread() {
+    let msg = |id: &str, parent: Option<&str>, source: &str, text: &str| {
+        let role = if source == "user" { "user" } else { "assistant" };
+        let mut e = serde_json::json!({"id": id, "timestamp": "2026-11-30T10:00:00", "source": source,
+            "llm_message": {"role": role, "content": [{"type": "text", "text": text}]}, "kind": "MessageEvent"});
+        if let Some(p) = parent {
+            e["parent_id"] = p.into();
+        }
+        e
+    };
+    let events = [
+        msg("a1", None, "user", "Rename foo to bar."),
+        msg("a2", Some("a1"), "agent", "Renamed it, on the first try."),
+        msg("a3", Some("a1"), "user", "Rename foo to baz instead."),
+        msg("a4", Some("a3"), "agent", "Renamed it to baz."),
+        msg("a5", None, "user", "Thanks."),
+    ];
+    let lines = |events: &[Value], state: Option<Value>| {
+        let mut text: String = events.iter().map(|e| format!("{e}\n")).collect();
+        if let Some(s) = state {
+            text.push_str(&format!("{s}\n"));
+        }
+        text
+    };
+    let (_d, path) = temp_file("events.jsonl", lines(&events, None).as_bytes());
+    let r = records(&path, &[]);
+    assert_eq!(r["skipped"]["off_thread"], 1, "the first answer is on the abandoned branch: {r}");
+    assert_eq!(r["items"], 4, "{r}");
+    let (_, t) = transcript(&path);
+    let texts: Vec<&str> = t.iter().filter_map(|r| r["content"].as_str()).collect();
+    assert_eq!(texts, ["Rename foo to bar.", "Rename foo to baz instead.", "Renamed it to baz.", "Thanks."]);
+    // The state names the leaf: the conversation went back to the first answer.
+    let state = serde_json::json!({"id": "c1", "agent": {"kind": "Agent"}, "leaf_event_id": "a2"});
+    let (_d, path) = temp_file("events.jsonl", lines(&events, Some(state)).as_bytes());
+    let (_, t) = transcript(&path);
+    let texts: Vec<&str> = t.iter().filter_map(|r| r["content"].as_str()).collect();
+    assert_eq!(texts, ["Rename foo to bar.", "Renamed it, on the first try."]);
+    let r = records(&path, &[]);
+    assert_eq!(r["skipped"]["off_thread"], 3, "{r}");
+    assert_eq!(r["skipped"]["header"], 1, "{r}");
+}

@@ -1,7 +1,7 @@
 //! Dataset mode (`openai`): one output line per input line, in order; bad lines echoed
 //! and reported; a second run changes nothing.
 
-use crate::support::{cmd, path_str, run, stderr, stdout};
+use crate::support::{cmd, path_str, root, run, stderr, stdout, temp_file};
 
 const DATA: &str = "testdata/dataset/conversations.jsonl";
 
@@ -617,4 +617,45 @@ fn a_failing_hook_stops_a_dataset_run() {
     assert_eq!(err.matches("pre-compact hook `exit 7` failed with exit code 7").count(), 1, "{err}");
     assert!(!err.contains("rows.jsonl:1:"), "the failure is not a bad row: {err}");
     assert!(!err.contains(" 1 bad") && !err.contains(" 2 bad"), "{err}");
+}
+
+/// An evaluation output of OpenHands V1 (the agent SDK; its events told by `kind`): the
+/// compaction takes the events out whose items it removed — also those a condensation
+/// restated, and every action of a model response whose message it removed — and writes
+/// what it injects as the SDK's own user `MessageEvent`s; a second run changes nothing.
+#[test]
+fn an_openhands_sdk_evaluation_output_gets_events_of_its_own_kind() {
+    let case = std::fs::read_to_string(root().join("testdata/cases/openhands-sdk-condensation/input.jsonl")).unwrap();
+    let mut events: Vec<serde_json::Value> = case.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    events.pop(); // the conversation's state: an evaluation output keeps no state
+    let row = serde_json::json!({"instance_id": "calc__calc-1", "instruction": "Fix calc.divide",
+        "history": events, "test_result": {"git_patch": "diff --git a/calc.py b/calc.py"}});
+    let (_d, path) = temp_file("output.jsonl", format!("{row}\n").as_bytes());
+    let o = run(&["run", path_str(&path), "--max-total-tokens", "2000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 row(s): 1 shortened"), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_str(stdout(&o).trim_end()).unwrap();
+    let history = out["history"].as_array().unwrap();
+    let injected: Vec<&serde_json::Value> = history.iter().filter(|e| e.get("rivumi").is_some()).collect();
+    let kinds: Vec<&str> = injected.iter().map(|e| e["rivumi"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["history_summary_fallback", "pressure_reminder", "reanchor"]);
+    for e in &injected {
+        assert_eq!((e["kind"].as_str(), e["source"].as_str()), (Some("MessageEvent"), Some("user")), "{e}");
+        assert_eq!(e["llm_message"]["role"], "user", "{e}");
+        assert!(e["llm_message"]["content"][0]["text"].as_str().is_some_and(|t| t.starts_with("[rivumi]")), "{e}");
+    }
+    // The summarized events after the condensation are gone (the task tracker's call and
+    // result among them); the condensation itself and the events before it are kept.
+    let ids: Vec<&str> = history.iter().filter_map(|e| e["id"].as_str()).collect();
+    let original: Vec<&str> = events.iter().filter_map(|e| e["id"].as_str()).collect();
+    let tracker = events.iter().find(|e| e["tool_name"] == "task_tracker" && e["kind"] == "ActionEvent").unwrap();
+    assert!(!ids.contains(&tracker["id"].as_str().unwrap()), "the summarized call is taken out");
+    assert!(history.iter().any(|e| e["kind"] == "Condensation"));
+    assert!(ids.len() < original.len() + 3, "events were taken out");
+    let kept: Vec<&serde_json::Value> = history.iter().filter(|e| e.get("rivumi").is_none()).collect();
+    assert!(kept.iter().all(|e| events.contains(e)), "kept events are unchanged");
+    // Read again, the injected events are this tool's: a second run is a no-op.
+    let out = stdout(&o);
+    let again = cmd().args(["run", "-", "--max-total-tokens", "2000"]).write_stdin(out.clone()).output().unwrap();
+    assert_eq!(stdout(&again), out, "a second run is a no-op");
 }

@@ -249,7 +249,9 @@ impl<'a> Walk<'a> {
                 // Only folders can hold the out-dir; a file is never canonicalized.
                 Met::Folder(e) => {
                     let excluded = e.depth() > 0
-                        && self.exclude.is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x)));
+                        && self
+                            .exclude
+                            .is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x)));
                     if !excluded
                         && e.depth() > 0
                         && self.conversations

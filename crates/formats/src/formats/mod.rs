@@ -572,4 +572,22 @@ mod tests {
             assert_eq!(detect(text.as_bytes()), want);
         }
     }
+
+    /// OpenHands events one per line: the agent SDK's (`kind`), cut by the head before
+    /// their `kind` too, and an older stream's bare events.
+    #[test]
+    fn openhands_events_one_per_line_are_detected() {
+        let long = "x".repeat(crate::source::SNIFF_BYTES * 2);
+        let cases = [
+            r#"{"id":"e1","timestamp":"2026-11-30T10:00:00","source":"user","llm_message":{"role":"user","content":[]},"kind":"MessageEvent"}"#.to_string(),
+            format!(r#"{{"id":"e1","timestamp":"2026-11-30T10:00:00","source":"environment","observation":{{"content":"{long}"}},"kind":"ObservationEvent"}}"#),
+            r#"{"id":3,"timestamp":"2025-01-01T00:00:00","source":"agent","message":"Running","action":"run","args":{"command":"ls"}}"#.to_string(),
+        ];
+        for text in cases {
+            assert_eq!(detect(text.as_bytes()), InputFormat::Openhands, "{}", &text[..80]);
+        }
+        // A Codex rollout's first line of 2025 has an id and a timestamp too.
+        let codex = r#"{"id":"s","timestamp":"2025-05-01T00:00:00Z","instructions":null,"git":null}"#;
+        assert_eq!(detect(codex.as_bytes()), InputFormat::Codex);
+    }
 }

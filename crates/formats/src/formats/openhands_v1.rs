@@ -293,7 +293,8 @@ impl Reader {
             None => action_arguments(e.get("action").unwrap_or(&Value::Null)),
         };
         self.calls.insert(call_id.clone(), name.clone());
-        let joins = self.open_response.as_ref().filter(|(r, _)| !response.is_empty() && r == response).map(|(_, at)| *at);
+        let joins =
+            self.open_response.as_ref().filter(|(r, _)| !response.is_empty() && r == response).map(|(_, at)| *at);
         if let Some(at) = joins {
             self.out.joined();
             if let Some(m) = self.out.message_mut(at) {
@@ -303,8 +304,7 @@ impl Reader {
         }
         let thought = text_of(e.get("thought").unwrap_or(&Value::Null));
         let item = if response.is_empty() { format!("e{id}") } else { format!("e{response}") };
-        let mut rec =
-            super::common::message(&item, &self.turn_id(), Role::Assistant, json!(thought));
+        let mut rec = super::common::message(&item, &self.turn_id(), Role::Assistant, json!(thought));
         rec.push_call(Call::new(call_id.as_str(), name.as_str(), &arguments));
         rec.usage = self.response_usage(e);
         self.push_view(id, rec);
@@ -337,8 +337,13 @@ impl Reader {
     /// from now on — the events kept, in their order, with the summary at its offset —
     /// restated under new ids.
     fn condensation(&mut self, e: &Value, id: &str) {
-        let forgotten: HashSet<&str> =
-            e.get("forgotten_event_ids").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let forgotten: HashSet<&str> = e
+            .get("forgotten_event_ids")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         let pre_tokens = self.last_prompt();
         self.condensations += 1;
         let n = self.condensations;
@@ -480,7 +485,9 @@ fn observation(obs: &Value) -> (String, bool, Option<i64>) {
 /// `kind`.
 fn action_arguments(action: &Value) -> Value {
     match action {
-        Value::Object(o) => Value::Object(o.iter().filter(|(k, _)| *k != "kind").map(|(k, v)| (k.clone(), v.clone())).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().filter(|(k, _)| *k != "kind").map(|(k, v)| (k.clone(), v.clone())).collect())
+        }
         v => v.clone(),
     }
 }
@@ -513,7 +520,8 @@ pub fn events_folder(dir: &Path) -> Option<PathBuf> {
 /// (line N is the N-th event file), then its `base_state.json` when it has one. Each
 /// file is read as JSON on its own, so a bad one is named with its line and column.
 pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
-    let events = events_folder(dir).ok_or_else(|| Error::bad_input(dir, "no OpenHands events (events/event-*.json) here"))?;
+    let events =
+        events_folder(dir).ok_or_else(|| Error::bad_input(dir, "no OpenHands events (events/event-*.json) here"))?;
     let mut files: Vec<(u64, PathBuf)> = Vec::new();
     for entry in std::fs::read_dir(&events).map_err(|e| Error::read(&events, e))? {
         let entry = entry.map_err(|e| Error::read(&events, e))?;
@@ -545,4 +553,39 @@ pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
         out.push(b'\n');
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_file_is_named_by_its_index_and_id() {
+        assert_eq!(event_index("event-00012-0a1b2c3d-4e5f.json"), Some(12));
+        assert_eq!(event_index("event-123456-0a1b2c3d4e5f.json"), Some(123_456), "more than five digits");
+        assert_eq!(event_index("event-0012-0a1b2c3d.json"), None, "fewer than five digits");
+        assert_eq!(event_index("event-00012-xyz.json"), None);
+        assert_eq!(event_index(".eventlog.lock"), None);
+        assert_eq!(event_index("base_state.json"), None);
+    }
+
+    /// Each shape of the SDK's observations: text blocks (`is_error`), the first
+    /// versions' string `content` or `output` (`error`), an exit code of its own or in
+    /// its `metadata`.
+    #[test]
+    fn an_observation_gives_its_text_failure_and_exit_code() {
+        let blocks = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "is_error": false, "metadata": {"exit_code": 2}, "kind": "TerminalObservation"});
+        assert_eq!(observation(&blocks), ("a\nb".to_string(), false, Some(2)));
+        let old = json!({"output": "boom", "error": true, "exit_code": 1, "kind": "ExecuteBashObservation"});
+        assert_eq!(observation(&old), ("boom".to_string(), true, Some(1)));
+        let string = json!({"content": "stdout\n", "kind": "ExecuteBashObservation"});
+        assert_eq!(observation(&string), ("stdout\n".to_string(), false, None));
+    }
+
+    #[test]
+    fn a_turn_restated_again_keeps_one_mark() {
+        assert_eq!(restated_turn("turn-3", 1), "turn-3~c1");
+        assert_eq!(restated_turn("turn-3~c1", 2), "turn-3~c2");
+    }
 }
