@@ -98,7 +98,8 @@ pub enum Command {
     #[command(after_help = "Examples:
   rivumi-compact run session.jsonl --max-total-tokens 100000 > compacted.jsonl
   rivumi-compact run session.jsonl --out-dir out/ --emit summary
-  rivumi-compact run session.jsonl --dry-run")]
+  rivumi-compact run session.jsonl --dry-run
+  rivumi-compact run ~/.openhands/conversations/ --max-total-tokens 200000 --out-dir out/  # one transcript per conversation")]
     Run(RunArgs),
     /// Show the decision and its reasons, with the ratio per turn against the denominator
     #[command(after_help = "Example:\n  rivumi-compact decide session.jsonl --max-total-tokens 100000")]
@@ -162,7 +163,8 @@ pub enum BadLines {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too)
+    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too); an
+    /// OpenHands conversation folder (`base_state.json`, `events/`) is one transcript
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
     /// Write each input's outputs into DIR/<name>/ (transcript.jsonl, decision.json, journal.jsonl, summary.md, reanchor.md)
@@ -225,7 +227,8 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too)
+    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too); an
+    /// OpenHands conversation folder (`base_state.json`, `events/`) is one transcript
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
     /// Print the totals as JSON
@@ -273,7 +276,8 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too)
+    /// Transcript files, directories, globs, or `-` for stdin (gzip or zstd compressed too); an
+    /// OpenHands conversation folder (`base_state.json`, `events/`) is one transcript
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
     /// Print the violations as a JSON array
