@@ -730,6 +730,16 @@ fn an_openhands_sdk_conversation_folder_is_one_transcript() {
     let (_, from_lines) = transcript(&case);
     let (_, from_folder) = transcript(&conv);
     assert_eq!(from_folder, from_lines);
+    // Line N is the N-th event file: replay places the condensation on its file's line.
+    let events: Vec<Value> =
+        std::fs::read_to_string(&case).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let condensation = 1 + events.iter().position(|e| e["kind"] == "Condensation").unwrap();
+    let o = run(&["replay", "--json", path_str(&conv)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let points: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let recorded: Vec<&Value> = points.iter().filter(|p| !p["recorded"].is_null()).collect();
+    assert_eq!(recorded.len(), 1, "{points:?}");
+    assert_eq!(recorded[0]["recorded"]["line"], condensation, "{points:?}");
     // A folder of conversations: one input each, named after its conversation.
     let second = sdk_conversation(&dir.path().join("more"), "openhands-sdk-condensation");
     let out = tempfile::tempdir().unwrap();

@@ -16,7 +16,11 @@ const AGENT_ACTIONS: &[&str] = &["run", "edit", "finish", "message", "read", "wr
 const SILENT: &[&str] = &["agent_state_changed", "change_agent_state", "null", "system", "recall"];
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
-    from_events(&events(raw, file)?, file)
+    let (events, lines) = events(raw, file)?;
+    if events.iter().any(super::openhands_v1::is_event) {
+        return super::openhands_v1::from_events_at(&events, &lines, file);
+    }
+    from_events(&events, file)
 }
 
 /// An evaluation output's line: one instance (`instance_id`) with its `history`; or a
@@ -270,24 +274,35 @@ fn reports_error(e: &Value, obs: &str) -> bool {
         || (obs != "run" && text("message").starts_with("ERROR:"))
 }
 
-fn events(raw: &[u8], file: &Path) -> Result<Vec<Value>> {
+/// The events of an input, and the line of each (0 for an entry of a document or of a
+/// line's `history`).
+fn events(raw: &[u8], file: &Path) -> Result<(Vec<Value>, Vec<usize>)> {
     let first = raw.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first == Some(b'[') {
         return match json_document(raw, file)? {
-            Value::Array(a) => Ok(a),
+            Value::Array(a) => {
+                let lines = vec![0; a.len()];
+                Ok((a, lines))
+            }
             _ => Err(Error::bad_input(file, "expected a JSON array of events")),
         };
     }
     // One run pretty-printed (`jq . output.jsonl`): a document with its `history`.
-    let runs = if is_document(raw, "history") { vec![(1, json_document(raw, file)?)] } else { json_lines(raw, file)? };
-    let mut all = Vec::new();
-    for (_, line) in runs {
-        match line.get("history") {
-            Some(Value::Array(h)) => all.extend(h.iter().cloned()),
-            _ => all.push(line),
+    let runs = if is_document(raw, "history") { vec![(0, json_document(raw, file)?)] } else { json_lines(raw, file)? };
+    let (mut all, mut lines) = (Vec::new(), Vec::new());
+    for (line, run) in runs {
+        match run.get("history") {
+            Some(Value::Array(h)) => {
+                all.extend(h.iter().cloned());
+                lines.resize(all.len(), 0);
+            }
+            _ => {
+                all.push(run);
+                lines.push(line);
+            }
         }
     }
-    Ok(all)
+    Ok((all, lines))
 }
 
 /// The call's arguments from the model response (the event's own `args` lose the file text).

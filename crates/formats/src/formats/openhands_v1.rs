@@ -67,6 +67,11 @@ const WRITE_TOOLS: &[&str] = &["file_editor", "planning_file_editor"];
 /// The canonical records of a list of V1 events (any container: a folder, a JSON array,
 /// JSON Lines, an evaluation output's `history`).
 pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
+    from_events_at(events, &[], file)
+}
+
+/// [`from_events`], with the input line of each event (0, or none: not tracked).
+pub fn from_events_at(events: &[Value], lines: &[usize], file: &Path) -> Result<Imported> {
     let mut st = Reader::default();
     let state = events.iter().find(|e| is_state(e));
     if let Some(state) = state {
@@ -74,7 +79,7 @@ pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
     }
     let on_thread = active_branch(events, state);
     for (k, e) in events.iter().enumerate() {
-        st.out.begin(0);
+        st.out.begin(lines.get(k).copied().unwrap_or(0));
         if is_state(e) {
             st.out.leave_out(Skip::Header);
         } else if !on_thread[k] {
