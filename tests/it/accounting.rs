@@ -749,6 +749,13 @@ fn an_openhands_sdk_conversation_folder_is_one_transcript() {
     let name = conv.file_name().unwrap();
     assert!(out.path().join(name).join("transcript.jsonl").is_file());
     assert!(out.path().join("more").join(second.file_name().unwrap()).join("transcript.jsonl").is_file());
+    // A glob takes the conversation folders it matches.
+    for (glob, want) in [("*", 1), ("**", 2)] {
+        let o = run(&["stats", "--json", &format!("{}/{glob}", dir.path().display())]);
+        assert!(o.status.success(), "{glob}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["transcripts"], want, "{glob}: {v}");
+    }
     // A broken event file is named with its line and column; the folder is not changed.
     let bad = conv.join("events").join(
         std::fs::read_dir(conv.join("events"))

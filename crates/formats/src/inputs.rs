@@ -160,7 +160,9 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
             let before = out.len();
             if root.is_dir() {
                 let filter = |p: &Path| matcher.is_match(p);
-                Walk::new(&root, &[], exclude.as_deref(), Some(&filter)).run(&mut out)?;
+                let mut walk = Walk::new(&root, &[], exclude.as_deref(), Some(&filter));
+                walk.conversations = matches!(format, InputFormat::Auto | InputFormat::Openhands);
+                walk.run(&mut out)?;
             }
             if out.len() == before {
                 return Err(Error::bad_input(&path, "the glob matches no file"));
@@ -252,9 +254,13 @@ impl<'a> Walk<'a> {
                         && self
                             .exclude
                             .is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x)));
+                    // A glob takes a conversation folder that it matches (`'convs/*'`).
+                    let norm: PathBuf = e.path().components().filter(|c| !matches!(c, Component::CurDir)).collect();
+                    let wanted = self.filter.is_none_or(|f| f(e.path()) || f(&norm));
                     if !excluded
                         && e.depth() > 0
                         && self.conversations
+                        && wanted
                         && crate::formats::openhands_v1::events_folder(e.path()).is_some()
                     {
                         out.push(Input::conversation(e.path().to_path_buf(), Some(self.root)));
