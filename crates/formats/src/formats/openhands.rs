@@ -291,15 +291,12 @@ fn events(raw: &[u8], file: &Path) -> Result<(Vec<Value>, Vec<usize>)> {
     let runs = if is_document(raw, "history") { vec![(0, json_document(raw, file)?)] } else { json_lines(raw, file)? };
     let (mut all, mut lines) = (Vec::new(), Vec::new());
     for (line, run) in runs {
-        match run.get("history") {
-            Some(Value::Array(h)) => {
-                all.extend(h.iter().cloned());
-                lines.resize(all.len(), 0);
-            }
-            _ => {
-                all.push(run);
-                lines.push(line);
-            }
+        if let Some(Value::Array(h)) = run.get("history") {
+            all.extend(h.iter().cloned());
+            lines.resize(all.len(), 0);
+        } else {
+            all.push(run);
+            lines.push(line);
         }
     }
     Ok((all, lines))
