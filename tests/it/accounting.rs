@@ -819,3 +819,16 @@ fn openhands_sdk_events_off_the_active_branch_are_off_thread() {
     assert_eq!(r["skipped"]["off_thread"], 3, "{r}");
     assert_eq!(r["skipped"]["header"], 1, "{r}");
 }
+
+/// mini-swe-agent trajectories joined one per line are not one trajectory: refused at
+/// the second, saying that a second document starts there.
+#[test]
+fn trajectories_joined_one_per_line_are_refused_at_the_second() {
+    let case = std::fs::read_to_string(root().join("testdata/cases/mini-swe-agent-toolcall/input.jsonl")).unwrap();
+    let one: Value = serde_json::from_str(&case).unwrap();
+    let (_d, path) = temp_file("runs.jsonl", format!("{one}\n{one}\n").as_bytes());
+    let o = run(&["run", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let want = format!("{}:2:1: trailing characters: a second JSON document starts here", path.display());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+}

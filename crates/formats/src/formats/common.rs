@@ -255,7 +255,19 @@ pub fn json_document(raw: &[u8], file: &Path) -> Result<Value> {
     let text = utf8_text(raw, file)?;
     serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text)).map_err(|e| {
         let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
-        json_err(&e, line, file, e.line())
+        let err = json_err(&e, line, file, e.line());
+        // A second document after a whole first one: documents joined one per line (a
+        // JSON Lines file of trajectories), which this format does not read as one.
+        let trailing = e.to_string().starts_with("trailing characters") && line.trim_start().starts_with(['{', '[']);
+        match err {
+            Error::BadLine { at, message } if trailing => Error::BadLine {
+                at,
+                message: format!(
+                    "{message}: a second JSON document starts here, and this format holds one document per file (give each its own file)"
+                ),
+            },
+            err => err,
+        }
     })
 }
 
