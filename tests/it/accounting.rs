@@ -832,3 +832,29 @@ fn trajectories_joined_one_per_line_are_refused_at_the_second() {
     let want = format!("{}:2:1: trailing characters: a second JSON document starts here", path.display());
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
 }
+
+/// What the OpenHands agent SDK sent its model, from a conversation it saved (the case
+/// is a run of the SDK 1.58.2 against a scripted model server, its paths and system
+/// prompt shortened): a terminal's result carries the metadata lines the SDK adds, a
+/// failed result opens with its error header. The texts below are the ones the server
+/// received.
+#[test]
+fn an_openhands_sdk_result_is_the_text_its_model_was_sent() {
+    let case = root().join("testdata/cases/openhands-sdk-run/input.jsonl");
+    let (_, records) = transcript(&case);
+    let result = |call: &str| {
+        records.iter().find(|r| r["type"] == "tool_result" && r["call_id"] == call).map(|r| r["content"].clone())
+    };
+    let sent = "hello\n[The command completed with exit code 0.]\n[Current working directory: /workspace/project]\n\
+                [Python interpreter: /usr/bin/python3]\n[Command finished with exit code 0]";
+    assert_eq!(result("call_1"), Some(Value::from(sent)));
+    assert_eq!(result("call_2"), Some(Value::from("File created successfully at: /workspace/project/b.py")));
+    let failed = records.iter().find(|r| r["call_id"] == "call_7").unwrap();
+    assert_eq!(failed["is_error"], true, "{failed}");
+    // The usage of each reply is its model response's, from the state's metrics.
+    let usage = records.iter().find(|r| r["id"] == "echatcmpl-1").unwrap()["usage"].clone();
+    assert_eq!(
+        usage,
+        serde_json::json!({"input_tokens": 1037, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 21})
+    );
+}

@@ -474,17 +474,44 @@ fn restated_turn(turn: &str, n: usize) -> String {
 /// observations hold `content` (text blocks; a string in its first versions, or
 /// `output`) and `is_error` (`error` before); a terminal's exit code is `exit_code` or
 /// its `metadata`'s.
+///
+/// The text is what the model is sent: a terminal's output between its metadata's
+/// `prefix` and `suffix`, followed by its working directory, its Python interpreter and
+/// its exit code (as the SDK's `TerminalObservation` writes them); a failed
+/// observation opens with the SDK's error header.
 fn observation(obs: &Value) -> (String, bool, Option<i64>) {
     let content = obs.get("content").or_else(|| obs.get("output")).unwrap_or(&Value::Null);
-    let text = text_of(content);
+    let mut text = text_of(content);
     let failed = [obs.get("is_error"), obs.get("error")].into_iter().flatten().any(|v| v.as_bool() == Some(true));
+    let meta = obs.get("metadata").filter(|m| m.is_object());
     let code = obs
         .get("exit_code")
         .filter(|c| !c.is_null())
-        .or_else(|| obs.get("metadata").and_then(|m| m.get("exit_code")))
+        .or_else(|| meta.and_then(|m| m.get("exit_code")))
         .and_then(Value::as_i64);
+    let terminal = matches!(kind(obs), "TerminalObservation" | "ExecuteBashObservation");
+    if let Some(m) = meta.filter(|_| terminal) {
+        let field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
+        text = format!("{}{text}{}", field("prefix"), field("suffix"));
+        if !field("working_dir").is_empty() {
+            text.push_str(&format!("\n[Current working directory: {}]", field("working_dir")));
+        }
+        if !field("py_interpreter_path").is_empty() {
+            text.push_str(&format!("\n[Python interpreter: {}]", field("py_interpreter_path")));
+        }
+        match m.get("exit_code").and_then(Value::as_i64) {
+            Some(-1) | None => {}
+            Some(c) => text.push_str(&format!("\n[Command finished with exit code {c}]")),
+        }
+    }
+    if failed {
+        text = format!("{ERROR_HEADER}\n{text}");
+    }
     (text, failed, code)
 }
+
+/// What the SDK puts before a failed observation's content (its own text block).
+const ERROR_HEADER: &str = "[An error occurred during execution.]\n";
 
 /// An action's arguments when its model call was not kept: the action without its
 /// `kind`.
@@ -580,10 +607,14 @@ mod tests {
     #[test]
     fn an_observation_gives_its_text_failure_and_exit_code() {
         let blocks = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
-            "is_error": false, "metadata": {"exit_code": 2}, "kind": "TerminalObservation"});
-        assert_eq!(observation(&blocks), ("a\nb".to_string(), false, Some(2)));
+            "is_error": false, "metadata": {"exit_code": 2, "suffix": "\n[done]"}, "kind": "TerminalObservation"});
+        let sent = "a\nb\n[done]\n[Command finished with exit code 2]";
+        assert_eq!(observation(&blocks), (sent.to_string(), false, Some(2)));
         let old = json!({"output": "boom", "error": true, "exit_code": 1, "kind": "ExecuteBashObservation"});
-        assert_eq!(observation(&old), ("boom".to_string(), true, Some(1)));
+        assert_eq!(observation(&old), (format!("{ERROR_HEADER}\nboom"), true, Some(1)));
+        let editor = json!({"content": [{"type": "text", "text": "a"}], "is_error": false, "kind": "FileEditorObservation",
+            "metadata": {"suffix": "not a terminal's"}});
+        assert_eq!(observation(&editor), ("a".to_string(), false, None));
         let string = json!({"content": "stdout\n", "kind": "ExecuteBashObservation"});
         assert_eq!(observation(&string), ("stdout\n".to_string(), false, None));
     }
