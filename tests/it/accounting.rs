@@ -858,3 +858,50 @@ fn an_openhands_sdk_result_is_the_text_its_model_was_sent() {
         serde_json::json!({"input_tokens": 1037, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 21})
     );
 }
+
+/// The OpenHands app server (V1's local GUI) keeps a conversation's events as
+/// `v1/events/<conversation id>/<YYYYMMDDHHMMSS>_<Kind>_<id hex>`, pretty-printed, with
+/// no extension and no state. Such a folder is one transcript, its events in the order
+/// of their `timestamp` (the names keep only the second, and sort a `MessageEvent`
+/// before the `SystemPromptEvent` of the same second); a folder of them gives one input
+/// each.
+#[test]
+fn an_openhands_app_server_events_folder_is_one_transcript() {
+    let case = root().join("testdata/cases/openhands-sdk-run/input.jsonl");
+    let text = std::fs::read_to_string(&case).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (state, events) = lines.split_last().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("v1/events").join(state["id"].as_str().unwrap());
+    std::fs::create_dir_all(&conv).unwrap();
+    let mut names = Vec::new();
+    for e in events {
+        let second: String = e["timestamp"].as_str().unwrap()[..19].chars().filter(char::is_ascii_digit).collect();
+        let name = format!("{second}_{}_{}", e["kind"].as_str().unwrap(), e["id"].as_str().unwrap().replace('-', ""));
+        std::fs::write(conv.join(&name), serde_json::to_string_pretty(e).unwrap()).unwrap();
+        names.push(name);
+    }
+    names.sort();
+    assert!(names[0].contains("_MessageEvent_"), "the names alone would put the prompt after the message: {names:?}");
+    // The same items as the SDK's own folder (the case), without the usage its state gave.
+    let strip = |records: Vec<Value>| -> Vec<Value> {
+        records
+            .into_iter()
+            .skip(1)
+            .map(|mut r| {
+                r.as_object_mut().unwrap().remove("usage");
+                r
+            })
+            .collect()
+    };
+    let (_, from_case) = transcript(&case);
+    for input in [conv.clone(), dir.path().join("v1/events")] {
+        let o = run(&["run", path_str(&input)]);
+        assert!(o.status.success(), "{}: {}", input.display(), stderr(&o));
+        let records: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(strip(records), strip(from_case.clone()), "{}", input.display());
+    }
+    let r = records(&conv, &[]);
+    assert_eq!(r["records"], events.len(), "{r}");
+    adds_up(&conv, &r);
+}

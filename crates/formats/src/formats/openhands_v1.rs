@@ -533,58 +533,98 @@ pub fn event_index(name: &str) -> Option<u64> {
     (index.len() >= 5 && index.bytes().all(|b| b.is_ascii_digit()) && id_ok).then(|| index.parse().ok())?
 }
 
-/// The folder of a conversation's event files, when `dir` is a conversation the SDK
-/// saved (it holds `events/` with event files) or that `events/` folder itself.
-pub fn events_folder(dir: &Path) -> Option<PathBuf> {
-    let holds_events = |d: &Path| {
-        std::fs::read_dir(d).ok().is_some_and(|mut it| {
-            it.any(|e| e.ok().is_some_and(|e| event_index(&e.file_name().to_string_lossy()).is_some()))
-        })
-    };
-    let inner = dir.join("events");
-    if inner.is_dir() && holds_events(&inner) {
-        return Some(inner);
-    }
-    (dir.file_name().is_some_and(|n| n == "events") && holds_events(dir)).then(|| dir.to_path_buf())
+/// An event file of the OpenHands app server (V1's local GUI keeps a conversation's
+/// events as `<persistence>/v1/events/<conversation id>/<YYYYMMDDHHMMSS>_<Kind>_<id
+/// hex>`, pretty-printed, no extension).
+pub fn is_server_event_file(name: &str) -> bool {
+    let Some((time, rest)) = name.split_once('_') else { return false };
+    let Some((kind, id)) = rest.rsplit_once('_') else { return false };
+    time.len() == 14
+        && time.bytes().all(|b| b.is_ascii_digit())
+        && !kind.is_empty()
+        && kind.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && id.len() == 32
+        && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// A conversation folder as one input: its event files in their order, one per line
-/// (line N is the N-th event file), then its `base_state.json` when it has one. Each
-/// file is read as JSON on its own, so a bad one is named with its line and column.
+/// The folder of a conversation's event files: `dir` itself when it holds the app
+/// server's event files, its `events/` when it is a conversation the SDK saved, or
+/// `dir` when it is that `events/` folder.
+pub fn events_folder(dir: &Path) -> Option<PathBuf> {
+    let holds = |d: &Path, is_event: fn(&str) -> bool| {
+        std::fs::read_dir(d)
+            .ok()
+            .is_some_and(|mut it| it.any(|e| e.ok().is_some_and(|e| is_event(&e.file_name().to_string_lossy()))))
+    };
+    let sdk = |name: &str| event_index(name).is_some();
+    let inner = dir.join("events");
+    if inner.is_dir() && holds(&inner, sdk) {
+        return Some(inner);
+    }
+    let is_events = dir.file_name().is_some_and(|n| n == "events");
+    ((is_events && holds(dir, sdk)) || holds(dir, is_server_event_file)).then(|| dir.to_path_buf())
+}
+
+/// A conversation folder as one input: its events in their order, one per line (line N
+/// is the N-th event), then its `base_state.json` when it has one. The SDK's files are
+/// in the order of their index; the app server's by each event's `timestamp` (their
+/// names keep only the second). Each file is read as JSON on its own, so a bad one is
+/// named with its line and column.
 pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
     let events =
         events_folder(dir).ok_or_else(|| Error::bad_input(dir, "no OpenHands events (events/event-*.json) here"))?;
-    let mut files: Vec<(u64, PathBuf)> = Vec::new();
+    // (order, file): the SDK's index, or the app server's event time.
+    let mut files: Vec<((String, u64, String), PathBuf)> = Vec::new();
     for entry in std::fs::read_dir(&events).map_err(|e| Error::read(&events, e))? {
         let entry = entry.map_err(|e| Error::read(&events, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(index) = event_index(&name) {
-            files.push((index, entry.path()));
+            files.push(((String::new(), index, name), entry.path()));
+        } else if is_server_event_file(&name) {
+            files.push(((String::new(), 0, name), entry.path()));
         }
     }
-    files.sort();
-    let mut out = Vec::new();
-    let state = events.parent().map(|p| p.join("base_state.json")).filter(|p| p.is_file());
-    for path in files.iter().map(|(_, p)| p).chain(state.as_ref()) {
-        let raw = std::fs::read(path).map_err(|e| Error::read(path, e))?;
-        let value: Value = serde_json::from_slice(&raw).map_err(|e| {
-            let text = String::from_utf8_lossy(&raw);
-            let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
-            let (col, message) = crate::error::serde_position(&e, line);
-            Error::bad_line(path, e.line().max(1), col, message)
-        })?;
-        if !value.is_object() {
-            return Err(Error::bad_line(path, 1, 1, "expected a JSON object (one event)"));
+    let mut read = Vec::with_capacity(files.len());
+    for (mut order, path) in files {
+        let (value, raw) = read_event_file(&path)?;
+        if order.1 == 0 && is_server_event_file(&order.2) {
+            order.0 = value.get("timestamp").and_then(Value::as_str).unwrap_or("").to_string();
         }
+        read.push((order, path, value, raw));
+    }
+    read.sort_by(|a, b| a.0.cmp(&b.0));
+    let state = events.parent().map(|p| p.join("base_state.json")).filter(|p| p.is_file());
+    if let Some(path) = state {
+        let (value, raw) = read_event_file(&path)?;
+        read.push(((String::new(), 0, String::new()), path, value, raw));
+    }
+    let mut out = Vec::new();
+    for (_, path, value, raw) in read {
         let trimmed = raw.trim_ascii();
         if trimmed.contains(&b'\n') || trimmed.contains(&b'\r') {
-            out.extend(serde_json::to_vec(&value).map_err(|e| Error::bad_input(path, e.to_string()))?);
+            out.extend(serde_json::to_vec(&value).map_err(|e| Error::bad_input(&path, e.to_string()))?);
         } else {
             out.extend_from_slice(trimmed);
         }
         out.push(b'\n');
     }
     Ok(out)
+}
+
+/// One event file (or the state), read and parsed: a JSON object, or an error at its
+/// line and column.
+fn read_event_file(path: &Path) -> Result<(Value, Vec<u8>)> {
+    let raw = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    let value: Value = serde_json::from_slice(&raw).map_err(|e| {
+        let text = String::from_utf8_lossy(&raw);
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let (col, message) = crate::error::serde_position(&e, line);
+        Error::bad_line(path, e.line().max(1), col, message)
+    })?;
+    if !value.is_object() {
+        return Err(Error::bad_line(path, 1, 1, "expected a JSON object (one event)"));
+    }
+    Ok((value, raw))
 }
 
 #[cfg(test)]
@@ -599,6 +639,11 @@ mod tests {
         assert_eq!(event_index("event-00012-xyz.json"), None);
         assert_eq!(event_index(".eventlog.lock"), None);
         assert_eq!(event_index("base_state.json"), None);
+        let server = "20261207182300_ActionEvent_0acd1acedf1b4c458c0afeed80897d1e";
+        assert!(is_server_event_file(server));
+        assert!(!is_server_event_file("20261207182300_ActionEvent_0acd1ace"), "a short id");
+        assert!(!is_server_event_file("2026120718230_ActionEvent_0acd1acedf1b4c458c0afeed80897d1e"));
+        assert!(!is_server_event_file(&format!("{server}.json")));
     }
 
     /// Each shape of the SDK's observations: text blocks (`is_error`), the first
