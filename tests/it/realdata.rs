@@ -109,3 +109,42 @@ fn occupancy_at_the_boundary_matches_claude_codes_pre_tokens() {
         assert!(text.contains("after compaction claude-compact-1"), "{text}");
     }
 }
+
+/// OpenHands before V1 kept a conversation in its file store as
+/// `sessions/<id>/events/<event id>.json` (with `metadata.json` and pages of events in
+/// `event_cache/` beside them). Laid out so from each real event list, the conversation
+/// folder is one transcript with the same items as the list, and a folder of sessions
+/// gives one input each (the cached pages are not read again as transcripts).
+#[test]
+#[cfg_attr(realdata_absent, ignore = "../shared/realdata is absent")]
+fn a_session_folder_of_openhands_before_v1_reads_as_its_event_list() {
+    let dir = realdata();
+    let store = tempfile::tempdir().unwrap();
+    let lists = files(&dir, "openhands");
+    for list in &lists {
+        let events: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(list).unwrap()).unwrap();
+        let session = store.path().join("sessions").join(list.file_stem().unwrap());
+        std::fs::create_dir_all(session.join("events")).unwrap();
+        std::fs::create_dir_all(session.join("event_cache")).unwrap();
+        for e in &events {
+            let name = format!("{}.json", e["id"].as_u64().unwrap());
+            std::fs::write(session.join("events").join(name), serde_json::to_vec(e).unwrap()).unwrap();
+        }
+        // A page holds some of the events only (OpenHands writes one per 25 events).
+        let half = events.len() / 2;
+        let page: Vec<&serde_json::Value> = events.iter().take(half).collect();
+        let page_name = format!("event_cache/0-{half}.json");
+        std::fs::write(session.join(page_name), serde_json::to_vec(&page).unwrap()).unwrap();
+        std::fs::write(session.join("metadata.json"), br#"{"conversation_id": "c", "title": "t"}"#).unwrap();
+        let items = |p: &std::path::Path| {
+            let o = run(&["run", p.to_str().unwrap()]);
+            assert!(o.status.success(), "{}: {}", p.display(), stderr(&o));
+            stdout(&o).lines().skip(1).map(str::to_string).collect::<Vec<_>>()
+        };
+        assert_eq!(items(&session), items(list), "{}", list.display());
+    }
+    let o = run(&["stats", "--json", store.path().join("sessions").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["transcripts"], lists.len(), "{v}");
+}

@@ -547,9 +547,30 @@ pub fn is_server_event_file(name: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// An event file of OpenHands before V1 (its GUI's file store keeps a conversation as
+/// `sessions/<id>/events/<event id>.json`, one event each): its event id.
+pub fn v0_event_index(name: &str) -> Option<u64> {
+    let id = name.strip_suffix(".json")?;
+    (!id.is_empty() && id.len() <= 18 && id.bytes().all(|b| b.is_ascii_digit())).then(|| id.parse().ok())?
+}
+
+/// Whether a folder's lowest-numbered `<n>.json` holds an event of OpenHands before V1
+/// (a string `action` or `observation`): numbered JSON files are common, this layout
+/// is read whole only when its first event says so.
+fn holds_v0_events(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    let first = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((v0_event_index(&e.file_name().to_string_lossy())?, e.path())))
+        .min_by_key(|(n, _)| *n);
+    let Some((_, path)) = first else { return false };
+    let event = std::fs::read(&path).ok().and_then(|raw| serde_json::from_slice::<Value>(&raw).ok());
+    event.is_some_and(|e| ["action", "observation"].iter().any(|k| e.get(*k).is_some_and(Value::is_string)))
+}
+
 /// The folder of a conversation's event files: `dir` itself when it holds the app
-/// server's event files, its `events/` when it is a conversation the SDK saved, or
-/// `dir` when it is that `events/` folder.
+/// server's event files, its `events/` when it is a conversation the SDK (or the file
+/// store of OpenHands before V1) saved, or `dir` when it is that `events/` folder.
 pub fn events_folder(dir: &Path) -> Option<PathBuf> {
     let holds = |d: &Path, is_event: fn(&str) -> bool| {
         std::fs::read_dir(d)
@@ -558,17 +579,18 @@ pub fn events_folder(dir: &Path) -> Option<PathBuf> {
     };
     let sdk = |name: &str| event_index(name).is_some();
     let inner = dir.join("events");
-    if inner.is_dir() && holds(&inner, sdk) {
+    if inner.is_dir() && (holds(&inner, sdk) || holds_v0_events(&inner)) {
         return Some(inner);
     }
     let is_events = dir.file_name().is_some_and(|n| n == "events");
-    ((is_events && holds(dir, sdk)) || holds(dir, is_server_event_file)).then(|| dir.to_path_buf())
+    ((is_events && (holds(dir, sdk) || holds_v0_events(dir))) || holds(dir, is_server_event_file))
+        .then(|| dir.to_path_buf())
 }
 
 /// A conversation folder as one input: its events in their order, one per line (line N
 /// is the N-th event), then its `base_state.json` when it has one. The SDK's files are
-/// in the order of their index; the app server's by each event's `timestamp` (their
-/// names keep only the second). Each file is read as JSON on its own, so a bad one is
+/// in the order of their index, those of OpenHands before V1 of their event id, the app
+/// server's by each event's `timestamp` (their names keep only the second). Each file is read as JSON on its own, so a bad one is
 /// named with its line and column.
 pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
     let events =
@@ -578,7 +600,7 @@ pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
     for entry in std::fs::read_dir(&events).map_err(|e| Error::read(&events, e))? {
         let entry = entry.map_err(|e| Error::read(&events, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(index) = event_index(&name) {
+        if let Some(index) = event_index(&name).or_else(|| v0_event_index(&name)) {
             files.push(((String::new(), index, name), entry.path()));
         } else if is_server_event_file(&name) {
             files.push(((String::new(), 0, name), entry.path()));
@@ -639,6 +661,10 @@ mod tests {
         assert_eq!(event_index("event-00012-xyz.json"), None);
         assert_eq!(event_index(".eventlog.lock"), None);
         assert_eq!(event_index("base_state.json"), None);
+        assert_eq!(v0_event_index("17.json"), Some(17));
+        assert_eq!(v0_event_index("0.json"), Some(0));
+        assert_eq!(v0_event_index("17a.json"), None);
+        assert_eq!(v0_event_index(".json"), None);
         let server = "20261207182300_ActionEvent_0acd1acedf1b4c458c0afeed80897d1e";
         assert!(is_server_event_file(server));
         assert!(!is_server_event_file("20261207182300_ActionEvent_0acd1ace"), "a short id");
