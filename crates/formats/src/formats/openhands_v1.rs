@@ -560,7 +560,7 @@ pub fn v0_event_index(name: &str) -> Option<u64> {
 fn holds_v0_events(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else { return false };
     let first = entries
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .filter_map(|e| Some((v0_event_index(&e.file_name().to_string_lossy())?, e.path())))
         .min_by_key(|(n, _)| *n);
     let Some((_, path)) = first else { return false };
