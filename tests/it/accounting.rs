@@ -756,6 +756,14 @@ fn an_openhands_sdk_conversation_folder_is_one_transcript() {
         let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(v["transcripts"], want, "{glob}: {v}");
     }
+    // A file among the events that is none (a copy's leftover) is named, not read; the
+    // SDK's own lock file is not.
+    std::fs::write(conv.join("events/event-7-copy.json"), b"{}").unwrap();
+    let o = run(&["decide", path_str(&conv)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("event-7-copy.json: skipped: not an event file"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(".eventlog.lock"), "{}", stderr(&o));
+    std::fs::remove_file(conv.join("events/event-7-copy.json")).unwrap();
     // A broken event file is named with its line and column; the folder is not changed.
     let bad = conv.join("events").join(
         std::fs::read_dir(conv.join("events"))

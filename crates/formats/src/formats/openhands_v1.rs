@@ -604,6 +604,12 @@ pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
             files.push(((String::new(), index, name), entry.path()));
         } else if is_server_event_file(&name) {
             files.push(((String::new(), 0, name), entry.path()));
+        } else if !name.starts_with('.') {
+            // The SDK keeps its lock there (`.eventlog.lock`); anything else is named.
+            crate::ui::warn(&format!(
+                "{}: skipped: not an event file of this conversation (event-NNNNN-<id>.json)",
+                crate::ui::escape(&entry.path().display().to_string())
+            ));
         }
     }
     let mut read = Vec::with_capacity(files.len());
