@@ -627,10 +627,17 @@ fn a_failing_hook_stops_a_dataset_run() {
 fn an_openhands_sdk_evaluation_output_gets_events_of_its_own_kind() {
     let case = std::fs::read_to_string(root().join("testdata/cases/openhands-sdk-condensation/input.jsonl")).unwrap();
     let mut events: Vec<serde_json::Value> = case.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    events.pop(); // the conversation's state: an evaluation output keeps no state
+    // The conversation's state: an evaluation output keeps no state, but the agent's
+    // metrics (its usage per model response) beside the history.
+    let state = events.pop().unwrap();
+    let metrics = state["stats"]["usage_to_metrics"]["agent"].clone();
     let row = serde_json::json!({"instance_id": "calc__calc-1", "instruction": "Fix calc.divide",
-        "history": events, "test_result": {"git_patch": "diff --git a/calc.py b/calc.py"}});
+        "history": events, "metrics": metrics, "test_result": {"git_patch": "diff --git a/calc.py b/calc.py"}});
     let (_d, path) = temp_file("output.jsonl", format!("{row}\n").as_bytes());
+    let d = run(&["decide", "--json", path_str(&path), "--max-total-tokens", "2000"]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    let d: serde_json::Value = serde_json::from_str(stdout(&d).lines().next().unwrap()).unwrap();
+    assert_eq!((d["used"].as_u64(), d["estimated"].as_bool()), (Some(41_520), Some(false)), "the metrics' usage: {d}");
     let o = run(&["run", path_str(&path), "--max-total-tokens", "2000"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("1 row(s): 1 shortened"), "{}", stderr(&o));

@@ -70,25 +70,41 @@ pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
     from_events_at(events, &[], file)
 }
 
+/// The records of an evaluation output's line of the V1 benchmarks (`history`, and its
+/// `metrics`: the agent's usage per model response).
+pub fn from_evaluation(events: &[Value], metrics: Option<&Value>, file: &Path) -> Result<Imported> {
+    let mut st = Reader::default();
+    if let Some(m) = metrics {
+        st.read_metrics(m);
+    }
+    st.read(events, &[], file)
+}
+
 /// [`from_events`], with the input line of each event (0, or none: not tracked).
 pub fn from_events_at(events: &[Value], lines: &[usize], file: &Path) -> Result<Imported> {
-    let mut st = Reader::default();
-    let state = events.iter().find(|e| is_state(e));
-    if let Some(state) = state {
-        st.read_state(state);
-    }
-    let on_thread = active_branch(events, state);
-    for (k, e) in events.iter().enumerate() {
-        st.out.begin(lines.get(k).copied().unwrap_or(0));
-        if is_state(e) {
-            st.out.leave_out(Skip::Header);
-        } else if !on_thread[k] {
-            st.out.leave_out(Skip::OffThread);
-        } else {
-            st.event(e, k);
+    Reader::default().read(events, lines, file)
+}
+
+impl Reader {
+    /// The records of the events (the state among them, if any, read first).
+    fn read(mut self, events: &[Value], lines: &[usize], file: &Path) -> Result<Imported> {
+        let state = events.iter().find(|e| is_state(e));
+        if let Some(state) = state {
+            self.read_state(state);
         }
+        let on_thread = active_branch(events, state);
+        for (k, e) in events.iter().enumerate() {
+            self.out.begin(lines.get(k).copied().unwrap_or(0));
+            if is_state(e) {
+                self.out.leave_out(Skip::Header);
+            } else if !on_thread[k] {
+                self.out.leave_out(Skip::OffThread);
+            } else {
+                self.event(e, k);
+            }
+        }
+        Ok(self.finish(file, state))
     }
-    Ok(st.finish(file, state))
 }
 
 /// Which events are on the active branch. The branch is the path from the state's
@@ -178,24 +194,30 @@ impl Reader {
         self.model = llm.and_then(|l| l.get("model")).and_then(Value::as_str).map(str::to_string);
         self.workspace =
             state.get("workspace").and_then(|w| w.get("working_dir")).and_then(Value::as_str).map(str::to_string);
-        // `stats.usage_to_metrics.<usage id>.token_usages[]`: one per model response;
-        // LiteLLM's prompt count holds the cached part.
+        // `stats.usage_to_metrics.<usage id>.token_usages[]`: one per model response.
         let metrics = state.get("stats").and_then(|s| s.get("usage_to_metrics")).and_then(Value::as_object);
         for m in metrics.into_iter().flat_map(|m| m.values()) {
-            for u in m.get("token_usages").and_then(Value::as_array).into_iter().flatten() {
-                let Some(rid) = u.get("response_id").and_then(Value::as_str).filter(|r| !r.is_empty()) else {
-                    continue;
-                };
-                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-                let used = usage(
-                    n("prompt_tokens"),
-                    n("cache_read_tokens"),
-                    n("cache_write_tokens"),
-                    n("completion_tokens"),
-                    InputCount::WithCache,
-                );
-                self.usage.entry(rid.to_string()).or_insert(used);
-            }
+            self.read_metrics(m);
+        }
+    }
+
+    /// The SDK's metrics of one LLM (`token_usages[]`, one per model response, by
+    /// `response_id`): each response's usage. LiteLLM's prompt count holds the cached
+    /// part.
+    fn read_metrics(&mut self, m: &Value) {
+        for u in m.get("token_usages").and_then(Value::as_array).into_iter().flatten() {
+            let Some(rid) = u.get("response_id").and_then(Value::as_str).filter(|r| !r.is_empty()) else {
+                continue;
+            };
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let used = usage(
+                n("prompt_tokens"),
+                n("cache_read_tokens"),
+                n("cache_write_tokens"),
+                n("completion_tokens"),
+                InputCount::WithCache,
+            );
+            self.usage.entry(rid.to_string()).or_insert(used);
         }
     }
 
