@@ -77,17 +77,17 @@ pub fn from_evaluation(events: &[Value], metrics: Option<&Value>, file: &Path) -
     if let Some(m) = metrics {
         st.read_metrics(m);
     }
-    st.read(events, &[], file)
+    Ok(st.read(events, &[], file))
 }
 
 /// [`from_events`], with the input line of each event (0, or none: not tracked).
 pub fn from_events_at(events: &[Value], lines: &[usize], file: &Path) -> Result<Imported> {
-    Reader::default().read(events, lines, file)
+    Ok(Reader::default().read(events, lines, file))
 }
 
 impl Reader {
     /// The records of the events (the state among them, if any, read first).
-    fn read(mut self, events: &[Value], lines: &[usize], file: &Path) -> Result<Imported> {
+    fn read(mut self, events: &[Value], lines: &[usize], file: &Path) -> Imported {
         let state = events.iter().find(|e| is_state(e));
         if let Some(state) = state {
             self.read_state(state);
@@ -103,7 +103,7 @@ impl Reader {
                 self.event(e, k);
             }
         }
-        Ok(self.finish(file, state))
+        self.finish(file, state)
     }
 }
 
