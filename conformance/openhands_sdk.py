@@ -8,11 +8,12 @@ Python 3.12 or later, which the CI machine does not have. Run it where the SDK i
 
     python3 conformance/openhands_sdk.py --binary target/release/rivumi-compact [--keep DIR]
 
-It runs two conversations in a private folder (HOME included): one without a condenser
-(a shell call, a file created, two calls in one response, a failed check, an edit, a
-task plan, a passing check, an unknown tool, `finish`, a second user message), and the
-same with `LLMSummarizingCondenser(max_size=8, keep_first=2)`, which condenses the
-history twice. For each it checks that:
+It runs three conversations in a private folder (HOME included): one without a
+condenser (a shell call, a file created, two calls in one response, a failed check, an
+edit, a task plan, a passing check, an unknown tool, `finish`, a second user message),
+the same with `LLMSummarizingCondenser(max_size=8, keep_first=2)`, which condenses the
+history twice, and the same in confirmation mode with its first action rejected by the
+user (`UserRejectObservation`). For each it checks that:
 - every tool result and call the model was sent is the one rivumi-compact reads
   (texts, names, arguments);
 - the context after each condensation (the request after the condenser's own) is the
@@ -123,7 +124,9 @@ from openhands.sdk.context.condenser import LLMSummarizingCondenser
 from openhands.tools.terminal import TerminalTool
 from openhands.tools.file_editor import FileEditorTool
 from openhands.tools.task_tracker import TaskTrackerTool
-port, persist, work, condense = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+from openhands.sdk.security.confirmation_policy import AlwaysConfirm, NeverConfirm
+port, persist, work, mode = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+condense = mode == "condensed"
 llm = LLM(usage_id="agent", model="openai/scripted-model", base_url=f"http://127.0.0.1:{port}/v1",
           api_key=SecretStr("none"), num_retries=0)
 extra = {}
@@ -133,8 +136,15 @@ if condense:
 agent = Agent(llm=llm, tools=[Tool(name=TerminalTool.name), Tool(name=FileEditorTool.name),
                               Tool(name=TaskTrackerTool.name)], **extra)
 conv = Conversation(agent=agent, workspace=work, persistence_dir=persist, max_iteration_per_run=30)
+if mode == "rejected":
+    conv.set_confirmation_policy(AlwaysConfirm())
 conv.send_message("Create a.txt saying hello, then b.py whose f() returns 2, and check it.")
 conv.run()
+if mode == "rejected":
+    # The first action waits for confirmation: the user rejects it, then lets the rest run.
+    conv.reject_pending_actions("Do not write files there.")
+    conv.set_confirmation_policy(NeverConfirm())
+    conv.run()
 conv.send_message("Thanks.")
 conv.run()
 print(conv.state.persistence_dir)
@@ -196,8 +206,7 @@ def main():
     binary = str(Path(args.binary).resolve())
     root = Path(args.keep).resolve() if args.keep else Path(tempfile.mkdtemp(prefix="openhands-sdk-"))
     failed = False
-    for condense in (False, True):
-        name = "condensed" if condense else "plain"
+    for name in ("plain", "condensed", "rejected"):
         base = root / name
         work = base / "work"
         work.mkdir(parents=True, exist_ok=True)
@@ -205,7 +214,7 @@ def main():
         server = serve(script)
         env = {"HOME": str(base / "home"), "PATH": os.environ.get("PATH", ""), "OPENHANDS_SUPPRESS_BANNER": "1"}
         run = subprocess.run([sys.executable, "-c", AGENT, str(server.server_port), str(base / "conversations"),
-                              str(work), "1" if condense else "0"], capture_output=True, text=True, env=env,
+                              str(work), name], capture_output=True, text=True, env=env,
                              timeout=600)
         server.shutdown()
         if run.returncode != 0:
