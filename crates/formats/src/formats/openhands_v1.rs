@@ -7,7 +7,9 @@
 //! `Condensation` (OpenHands' own compaction: the events it forgets leave the model's
 //! context, its summary comes in at `summary_offset`). A conversation saved by the SDK
 //! is a folder (`base_state.json`, `events/event-NNNNN-<id>.json`), read as one input
-//! (see [`assemble_folder`]): its state gives the model and each response's usage.
+//! (see [`assemble_folder`], which also joins the app server's event folders and the
+//! session folders of OpenHands before V1): its state gives the model and each
+//! response's usage.
 //!
 //! Events name their parent (`parent_id`): the thread read is the active branch, from
 //! the state's `leaf_event_id` (or the last event) back to the root; an event without a
@@ -59,8 +61,9 @@ const BOOKKEEPING: &[&str] = &[
     "ACPToolCallEvent",
 ];
 
-/// The SDK's tool names: its shell is `terminal` (`execute_bash` before 1.1), its
-/// editor `file_editor` (`str_replace_editor` before), its plan `task_tracker`.
+/// The SDK's tool names (its tool classes' names in snake case): its shell is
+/// `terminal` (`execute_bash` in its first versions), its editors `file_editor` and
+/// `planning_file_editor`, its plan `task_tracker`.
 const SHELL_TOOLS: &[&str] = &["terminal", "execute_bash"];
 const WRITE_TOOLS: &[&str] = &["file_editor", "planning_file_editor"];
 
