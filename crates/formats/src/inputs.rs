@@ -31,8 +31,9 @@ pub struct Input {
     /// The input already opened to look at its head (read once: pipes cannot rewind),
     /// or why it could not be (stdin cannot be opened again to find out).
     opened: Mutex<Option<Result<Opened>>>,
-    /// A folder read as one transcript: a conversation the OpenHands agent SDK saved
-    /// (`base_state.json`, `events/event-*.json`).
+    /// A folder read as one transcript: an OpenHands conversation (the agent SDK's
+    /// `base_state.json` and `events/`, the app server's event folder, or an older
+    /// session's `events/`; see [`crate::formats::openhands_v1::events_folder`]).
     pub folder: bool,
 }
 
@@ -56,19 +57,19 @@ impl Input {
         Input { broken: Mutex::new(Some(error)), ..Input::new(path, out_name) }
     }
 
-    /// One file named by a library caller (no walk, no glob): `-` is stdin; a
-    /// conversation folder of the OpenHands agent SDK is read as one transcript.
+    /// One file named by a library caller (no walk, no glob): `-` is stdin; an
+    /// OpenHands conversation folder is read as one transcript.
     pub fn file(path: PathBuf) -> Input {
-        if path.is_dir() && crate::formats::openhands_v1::events_folder(&path).is_some() {
+        if path.is_dir() && crate::formats::openhands_v1::events_folder(&path, true).is_some() {
             return Input::conversation(path, None);
         }
         let out_name = path.file_name().map_or_else(|| PathBuf::from("input"), |n| out_stem(Path::new(n)));
         Input::new(path, out_name)
     }
 
-    /// A conversation folder of the OpenHands agent SDK (or its `events/` folder), one
-    /// transcript; its outputs are named after the conversation (under `root`, the
-    /// folder walked, when it was found by a walk).
+    /// An OpenHands conversation folder (or its `events/` folder), one transcript; its
+    /// outputs are named after the conversation (under `root`, the folder walked, when
+    /// it was found by a walk below it).
     fn conversation(path: PathBuf, root: Option<&Path>) -> Input {
         let conv = if path.file_name().is_some_and(|n| n == "events") { path.parent().unwrap_or(&path) } else { &path };
         let out_name = match root.and_then(|r| conv.strip_prefix(r).ok()).filter(|r| !r.as_os_str().is_empty()) {
@@ -136,9 +137,7 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
         }
         let path = PathBuf::from(arg);
         let conversations = matches!(format, InputFormat::Auto | InputFormat::Openhands);
-        if path.is_dir() && conversations && crate::formats::openhands_v1::events_folder(&path).is_some() {
-            out.push(Input::conversation(path, None));
-        } else if path.is_dir() {
+        if path.is_dir() {
             let before = out.len();
             let mut walk = Walk::new(&path, exts, exclude.as_deref(), None);
             walk.sniff_json = format == InputFormat::Auto;
@@ -161,7 +160,7 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
             if root.is_dir() {
                 let filter = |p: &Path| matcher.is_match(p);
                 let mut walk = Walk::new(&root, &[], exclude.as_deref(), Some(&filter));
-                walk.conversations = matches!(format, InputFormat::Auto | InputFormat::Openhands);
+                walk.conversations = conversations;
                 walk.run(&mut out)?;
             }
             if out.len() == before {
@@ -235,8 +234,8 @@ struct Walk<'a> {
     filter: Filter<'a>,
     /// Whether `.json` files are transcripts only when their head says so (`auto`).
     sniff_json: bool,
-    /// Whether a conversation folder of the OpenHands agent SDK is one input (its
-    /// files are not walked).
+    /// Whether an OpenHands conversation folder is one input (its files are not
+    /// walked): the folder walked itself, or one below it (that a glob matches).
     conversations: bool,
 }
 
@@ -254,14 +253,15 @@ impl<'a> Walk<'a> {
                         && self
                             .exclude
                             .is_some_and(|x| std::fs::canonicalize(e.path()).is_ok_and(|c| c.starts_with(x)));
-                    // A glob takes a conversation folder that it matches (`'convs/*'`).
+                    // A glob takes a conversation folder that it matches (`'convs/*'`);
+                    // the folder a walk starts at is one named as an input.
+                    let top = e.depth() == 0;
                     let norm: PathBuf = e.path().components().filter(|c| !matches!(c, Component::CurDir)).collect();
-                    let wanted = self.filter.is_none_or(|f| f(e.path()) || f(&norm));
+                    let wanted = self.filter.is_none_or(|f| f(e.path()) || f(&norm)) && !(top && self.filter.is_some());
                     if !excluded
-                        && e.depth() > 0
                         && self.conversations
                         && wanted
-                        && crate::formats::openhands_v1::events_folder(e.path()).is_some()
+                        && crate::formats::openhands_v1::events_folder(e.path(), top).is_some()
                     {
                         out.push(Input::conversation(e.path().to_path_buf(), Some(self.root)));
                         return Ok(false);

@@ -17,10 +17,7 @@ const SILENT: &[&str] = &["agent_state_changed", "change_agent_state", "null", "
 
 pub fn import(raw: &[u8], file: &Path) -> Result<Imported> {
     let (events, lines) = events(raw, file)?;
-    if events.iter().any(super::openhands_v1::is_event) {
-        return super::openhands_v1::from_events_at(&events, &lines, file);
-    }
-    from_events(&events, file)
+    Ok(from_events(&events, &lines, None, file))
 }
 
 /// An evaluation output's line: one instance (`instance_id`) with its `history`; or a
@@ -52,13 +49,15 @@ pub fn event_item_id(e: &Value, k: usize) -> String {
 /// Marks a record this tool injected into an OpenHands history (so a second run knows it).
 pub const INJECTED_KEY: &str = "rivumi";
 
-/// The canonical records of a list of events. Events of older streams and of resolver
-/// outputs are flat (`dataclasses.asdict`): no `id`, `source` or `args`, the action's
-/// arguments at the top level, each observation right after its action.
-pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
-    // The agent SDK's events (OpenHands V1) are told by their `kind`.
+/// The canonical records of a list of events: the agent SDK's (OpenHands V1, told by
+/// their `kind`; `lines` gives the input line of each, empty when not tracked, and
+/// `metrics` an evaluation output's usage per model response), or older ones. Events of
+/// older streams and of resolver outputs are flat (`dataclasses.asdict`): no `id`,
+/// `source` or `args`, the action's arguments at the top level, each observation right
+/// after its action.
+pub fn from_events(events: &[Value], lines: &[usize], metrics: Option<&Value>, file: &Path) -> Imported {
     if events.iter().any(super::openhands_v1::is_event) {
-        return super::openhands_v1::from_events(events, file);
+        return super::openhands_v1::import(events, lines, metrics, file);
     }
     let mut st = Events::default();
     for (k, e) in events.iter().enumerate() {
@@ -80,7 +79,7 @@ pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
             st.out.skip("(neither action nor observation)");
         }
     }
-    Ok(st.finish(file))
+    st.finish(file)
 }
 
 /// What the import has gathered so far.

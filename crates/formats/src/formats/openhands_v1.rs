@@ -68,46 +68,15 @@ const SHELL_TOOLS: &[&str] = &["terminal", "execute_bash"];
 const WRITE_TOOLS: &[&str] = &["file_editor", "planning_file_editor"];
 
 /// The canonical records of a list of V1 events (any container: a folder, a JSON array,
-/// JSON Lines, an evaluation output's `history`).
-pub fn from_events(events: &[Value], file: &Path) -> Result<Imported> {
-    from_events_at(events, &[], file)
-}
-
-/// The records of an evaluation output's line of the V1 benchmarks (`history`, and its
-/// `metrics`: the agent's usage per model response).
-pub fn from_evaluation(events: &[Value], metrics: Option<&Value>, file: &Path) -> Result<Imported> {
+/// JSON Lines, an evaluation output's `history`): `lines` gives the input line of each
+/// (empty when not tracked), `metrics` an evaluation output's (the agent's usage per
+/// model response; a folder's state, among the events, has its own).
+pub fn import(events: &[Value], lines: &[usize], metrics: Option<&Value>, file: &Path) -> Imported {
     let mut st = Reader::default();
     if let Some(m) = metrics {
         st.read_metrics(m);
     }
-    Ok(st.read(events, &[], file))
-}
-
-/// [`from_events`], with the input line of each event (0, or none: not tracked).
-pub fn from_events_at(events: &[Value], lines: &[usize], file: &Path) -> Result<Imported> {
-    Ok(Reader::default().read(events, lines, file))
-}
-
-impl Reader {
-    /// The records of the events (the state among them, if any, read first).
-    fn read(mut self, events: &[Value], lines: &[usize], file: &Path) -> Imported {
-        let state = events.iter().find(|e| is_state(e));
-        if let Some(state) = state {
-            self.read_state(state);
-        }
-        let on_thread = active_branch(events, state);
-        for (k, e) in events.iter().enumerate() {
-            self.out.begin(lines.get(k).copied().unwrap_or(0));
-            if is_state(e) {
-                self.out.leave_out(Skip::Header);
-            } else if !on_thread[k] {
-                self.out.leave_out(Skip::OffThread);
-            } else {
-                self.event(e, k);
-            }
-        }
-        self.finish(file, state)
-    }
+    st.read(events, lines, file)
 }
 
 /// Which events are on the active branch. The branch is the path from the state's
@@ -129,7 +98,16 @@ fn active_branch(events: &[Value], state: Option<&Value>) -> Vec<bool> {
     let Some(leaf) = leaf else {
         return vec![true; events.len()]; // no event has an id: the log is the thread
     };
-    let previous = |k: usize| ids[..k].iter().rposition(Option::is_some);
+    // The event with an id before each event in the log, found in one pass.
+    let mut before = Vec::with_capacity(ids.len());
+    let mut last = None;
+    for (k, id) in ids.iter().enumerate() {
+        before.push(last);
+        if id.is_some() {
+            last = Some(k);
+        }
+    }
+    let previous = |k: usize| before[k];
     // The parent an event names, when it is in the log (`None`: it names none, or one
     // that is not there, or `__root__`).
     let named = |k: usize| {
@@ -192,6 +170,26 @@ struct Reader {
 }
 
 impl Reader {
+    /// The records of the events (the state among them, if any, read first).
+    fn read(mut self, events: &[Value], lines: &[usize], file: &Path) -> Imported {
+        let state = events.iter().find(|e| is_state(e));
+        if let Some(state) = state {
+            self.read_state(state);
+        }
+        let on_thread = active_branch(events, state);
+        for (k, e) in events.iter().enumerate() {
+            self.out.begin(lines.get(k).copied().unwrap_or(0));
+            if is_state(e) {
+                self.out.leave_out(Skip::Header);
+            } else if !on_thread[k] {
+                self.out.leave_out(Skip::OffThread);
+            } else {
+                self.event(e, k);
+            }
+        }
+        self.finish(file, state)
+    }
+
     fn read_state(&mut self, state: &Value) {
         let llm = state.get("agent").and_then(|a| a.get("llm"));
         self.model = llm.and_then(|l| l.get("model")).and_then(Value::as_str).map(str::to_string);
@@ -596,7 +594,12 @@ fn holds_v0_events(dir: &Path) -> bool {
 /// The folder of a conversation's event files: `dir` itself when it holds the app
 /// server's event files, its `events/` when it is a conversation the SDK (or the file
 /// store of OpenHands before V1) saved, or `dir` when it is that `events/` folder.
-pub fn events_folder(dir: &Path) -> Option<PathBuf> {
+///
+/// `named`: whether `dir` was named as an input. A walk asks of every folder it meets,
+/// so it looks into a folder only when its names say it may be one: an `events/` in it,
+/// the name `events`, or a conversation id (the app server names its folders so);
+/// listing every folder a second time cost a large walk half again its time.
+pub fn events_folder(dir: &Path, named: bool) -> Option<PathBuf> {
     let holds = |d: &Path, is_event: fn(&str) -> bool| {
         std::fs::read_dir(d)
             .ok()
@@ -607,19 +610,30 @@ pub fn events_folder(dir: &Path) -> Option<PathBuf> {
     if inner.is_dir() && (holds(&inner, sdk) || holds_v0_events(&inner)) {
         return Some(inner);
     }
-    let is_events = dir.file_name().is_some_and(|n| n == "events");
-    ((is_events && (holds(dir, sdk) || holds_v0_events(dir))) || holds(dir, is_server_event_file))
-        .then(|| dir.to_path_buf())
+    let name = dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let is_events = name == "events";
+    let server = (named || is_conversation_id(&name)) && holds(dir, is_server_event_file);
+    ((is_events && (holds(dir, sdk) || holds_v0_events(dir))) || server).then(|| dir.to_path_buf())
+}
+
+/// A conversation id as the app server names its folders: a UUID, with or without its
+/// hyphens.
+fn is_conversation_id(name: &str) -> bool {
+    let hex: String = name.chars().filter(|c| *c != '-').collect();
+    let hyphens = name.len() - hex.len();
+    hex.len() == 32
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && (hyphens == 0 || (hyphens == 4 && name.len() == 36))
 }
 
 /// A conversation folder as one input: its events in their order, one per line (line N
 /// is the N-th event), then its `base_state.json` when it has one. The SDK's files are
 /// in the order of their index, those of OpenHands before V1 of their event id, the app
-/// server's by each event's `timestamp` (their names keep only the second). Each file is read as JSON on its own, so a bad one is
-/// named with its line and column.
+/// server's by each event's `timestamp` (their names keep only the second). Each file
+/// is read as JSON on its own, so a bad one is named with its line and column.
 pub fn assemble_folder(dir: &Path) -> Result<Vec<u8>> {
-    let events =
-        events_folder(dir).ok_or_else(|| Error::bad_input(dir, "no OpenHands events (events/event-*.json) here"))?;
+    let events = events_folder(dir, true)
+        .ok_or_else(|| Error::bad_input(dir, "no OpenHands events (events/event-*.json) here"))?;
     // (order, file): the SDK's index, or the app server's event time.
     let mut files: Vec<((String, u64, String), PathBuf)> = Vec::new();
     for entry in std::fs::read_dir(&events).map_err(|e| Error::read(&events, e))? {

@@ -352,13 +352,7 @@ fn canonical_line(value: &Value, format: InputFormat) -> std::result::Result<Vec
                 .ok_or("expected an evaluation output line with a \"history\" array")?;
             let name = value.get("instance_id").and_then(Value::as_str).unwrap_or("instance");
             // The V1 benchmarks' line keeps the agent's usage per response in `metrics`.
-            let imported = if events.iter().any(crate::formats::openhands_v1::is_event) {
-                crate::formats::openhands_v1::from_evaluation(events, value.get("metrics"), Path::new(name))
-            } else {
-                openhands::from_events(events, Path::new(name))
-            };
-            let imported = imported.map_err(|e| e.to_string())?;
-            Ok(imported.to_jsonl())
+            Ok(openhands::from_events(events, &[], value.get("metrics"), Path::new(name)).to_jsonl())
         }
         _ => to_canonical(value),
     }
