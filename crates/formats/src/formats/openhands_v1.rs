@@ -372,7 +372,7 @@ impl Reader {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        let pre_tokens = self.last_prompt();
+        let pre_tokens = self.last_call_total();
         self.condensations += 1;
         let n = self.condensations;
         self.out.push(EventRecord::new(
@@ -395,12 +395,13 @@ impl Reader {
             CanonicalRecord::ToolResult(r) => calls.contains(r.call_id.as_ref()),
             _ => true,
         });
-        let summary = e.get("summary").and_then(Value::as_str);
+        // The summary and where it goes (both given, or no summary in the context).
         let offset = e.get("summary_offset").and_then(Value::as_u64).map(|o| (o as usize).min(kept.len()));
+        let summary = e.get("summary").and_then(Value::as_str).zip(offset);
         let mut view = Vec::with_capacity(kept.len() + 1);
         for (k, (event, at)) in kept.iter().enumerate() {
-            if summary.is_some() && offset == Some(k) {
-                self.summary(id, summary.unwrap_or(""), n, &mut view);
+            if let Some((text, _)) = summary.filter(|(_, o)| *o == k) {
+                self.summary(id, text, n, &mut view);
             }
             let mut rec = self.out.records[*at].clone();
             // Restated under new ids, in turns of their own (a later checkpoint still
@@ -429,8 +430,8 @@ impl Reader {
             self.out.restating = None;
             view.push((event.clone(), new_at));
         }
-        if summary.is_some() && offset == Some(kept.len()) {
-            self.summary(id, summary.unwrap_or(""), n, &mut view);
+        if let Some((text, _)) = summary.filter(|(_, o)| *o == kept.len()) {
+            self.summary(id, text, n, &mut view);
         }
         self.view = view;
         // The turn goes on in its restated form.
@@ -449,8 +450,9 @@ impl Reader {
         format!("turn-{}{}", self.turn, self.restated)
     }
 
-    /// The prompt of the latest model call (what the context held before a condensation).
-    fn last_prompt(&self) -> u64 {
+    /// The latest model call's total, its prompt and its output (what the context held
+    /// before a condensation).
+    fn last_call_total(&self) -> u64 {
         self.out
             .records
             .iter()
