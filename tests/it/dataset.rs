@@ -666,3 +666,81 @@ fn an_openhands_sdk_evaluation_output_gets_events_of_its_own_kind() {
     let again = cmd().args(["run", "-", "--max-total-tokens", "2000"]).write_stdin(out.clone()).output().unwrap();
     assert_eq!(stdout(&again), out, "a second run is a no-op");
 }
+
+/// A row of the function calling before `tool_calls` (an assistant's `function_call`,
+/// answered by a `role: "function"` message; no ids): the rows of 2023's fine-tuning
+/// sets. Its calls are read as calls, each answered by the `function` message after it.
+/// `legacy` gives that row, or the same conversation with `tool_calls` and `tool`.
+fn function_calling_row(legacy: bool) -> serde_json::Value {
+    use serde_json::json;
+    let mut m = vec![
+        json!({"role": "system", "content": "You are a helpful assistant."}),
+        json!({"role": "user", "content": "Fix the failing test in src/app.py"}),
+    ];
+    for i in 0..12 {
+        let name = if i % 2 == 1 { "bash" } else { "str_replace_editor" };
+        let args =
+            json!({"command": if i % 2 == 1 { "pytest -q" } else { "str_replace" }, "path": format!("src/f{i}.py"),
+            "old_str": "a", "new_str": "b"})
+            .to_string();
+        let output = format!("line {i} of output\n").repeat(150);
+        if legacy {
+            m.push(json!({"role": "assistant", "content": null, "function_call": {"name": name, "arguments": args}}));
+            m.push(json!({"role": "function", "name": name, "content": output}));
+        } else {
+            m.push(json!({"role": "assistant", "content": null,
+                "tool_calls": [{"id": format!("c{i}"), "type": "function", "function": {"name": name, "arguments": args}}]}));
+            m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": output}));
+        }
+    }
+    m.push(json!({"role": "assistant", "content": "All tests pass."}));
+    json!({"messages": m, "functions": [{"name": "bash", "parameters": {}}]})
+}
+
+#[test]
+fn rows_of_the_function_calling_before_tool_calls_compact_as_their_calls() {
+    let compact = |row: &serde_json::Value| {
+        let o =
+            cmd().args(["run", "-", "--max-total-tokens", "8000"]).write_stdin(format!("{row}\n")).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stderr(&o).contains("1 shortened"), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (legacy, tools) = (function_calling_row(true), function_calling_row(false));
+    let (out, out_tools) = (compact(&legacy), compact(&tools));
+    let injected = |v: &serde_json::Value| -> Vec<(String, String)> {
+        let messages = v["messages"].as_array().unwrap();
+        let named = messages.iter().filter(|m| m["name"].as_str().is_some_and(|n| n.starts_with("rivumi-")));
+        named.map(|m| (m["name"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string())).collect()
+    };
+    let names: Vec<String> = injected(&out).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["rivumi-history_summary_fallback", "rivumi-pressure_reminder", "rivumi-reanchor"]);
+    assert_eq!(injected(&out), injected(&out_tools), "the same decision, summary and re-anchor as with tool_calls");
+    let reanchor = &injected(&out)[2].1;
+    assert!(reanchor.contains("Changed files (most recent first):\n- src/f10.py\n"), "{reanchor}");
+    // What is kept is the row's own messages, each call with the `function` message
+    // that answers it, and the row's other fields.
+    let input = legacy["messages"].as_array().unwrap();
+    let kept: Vec<&serde_json::Value> = out["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"].as_str().is_none_or(|n| !n.starts_with("rivumi-")))
+        .collect();
+    assert!(kept.len() < input.len(), "messages were summarized");
+    for (k, m) in kept.iter().enumerate() {
+        assert!(input.contains(m), "kept as it was: {m}");
+        if m["role"] == "function" {
+            assert!(kept[k - 1]["function_call"]["name"] == m["name"], "a result kept with its call: {m}");
+        }
+    }
+    assert_eq!(out["functions"], legacy["functions"]);
+    let again =
+        cmd().args(["run", "-", "--max-total-tokens", "8000"]).write_stdin(format!("{out}\n")).output().unwrap();
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&again.stdout).unwrap(), out, "a second run is a no-op");
+    // A `function` message with no call before it answers nothing.
+    let orphan = r#"{"messages":[{"role":"user","content":"a"},{"role":"function","name":"bash","content":"x"}]}"#;
+    let v = cmd().args(["validate", "-"]).write_stdin(format!("{orphan}\n")).output().unwrap();
+    assert_eq!(v.status.code(), Some(1));
+    assert!(stdout(&v).contains("-:1: result_without_call: message 1: "), "{}", stdout(&v));
+}

@@ -142,8 +142,13 @@ fn chat_line() -> impl Strategy<Value = String> {
             {"prompt_tokens": p + c, "completion_tokens": o, "prompt_tokens_details": {"cached_tokens": c}}))),
         Just(Some(serde_json::Value::Null)),
     ];
-    let message = (0u8..6, content, args, usage, any::<bool>()).prop_map(|(kind, content, args, usage, extra)| {
+    let message = (0u8..8, content, args, usage, any::<bool>()).prop_map(|(kind, content, args, usage, extra)| {
         let mut m = match kind {
+            // The function calling before `tool_calls`: one call, no id, answered by a
+            // `function` message.
+            6 => serde_json::json!({"role": "assistant", "content": content,
+                "function_call": {"name": "bash", "arguments": args}}),
+            7 => serde_json::json!({"role": "function", "name": "bash", "content": content}),
             0 => serde_json::json!({"role": "user", "content": content}),
             1 => serde_json::json!({"role": "assistant", "content": content,
                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": args}}]}),

@@ -32,6 +32,9 @@ pub struct Message<'a, C> {
     pub role: Option<Cow<'a, str>>,
     pub content: Option<C>,
     pub tool_calls: Option<Vec<Call<'a>>>,
+    /// The one call of the function calling that came before `tool_calls` (an
+    /// assistant's `function_call`, no id; answered by a `role: "function"` message).
+    pub function_call: Option<Call<'a>>,
     pub tool_call_id: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
     /// The value of `usage`, kept even when `null` (it then counts as zeros).
@@ -40,7 +43,15 @@ pub struct Message<'a, C> {
 
 impl<C> Default for Message<'_, C> {
     fn default() -> Self {
-        Message { role: None, content: None, tool_calls: None, tool_call_id: None, name: None, usage: None }
+        Message {
+            role: None,
+            content: None,
+            tool_calls: None,
+            function_call: None,
+            tool_call_id: None,
+            name: None,
+            usage: None,
+        }
     }
 }
 
@@ -79,8 +90,18 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
     let mut names: rustc_hash::FxHashMap<Cow<'a, str>, Cow<'a, str>> = rustc_hash::FxHashMap::default();
     let mut turn = 0;
     let mut line_usage = line.usage;
+    // The id given to the latest `function_call` not yet answered (that calling has no
+    // ids: a `function` message answers the call before it).
+    let mut pending: Option<Cow<'a, str>> = None;
     for (k, m) in line.messages.into_iter().enumerate() {
         let role = m.role.as_deref().ok_or_else(|| format!("message {k}: expected a \"role\""))?;
+        if role == "function" {
+            let call_id = pending.take().unwrap_or(Cow::Borrowed(""));
+            let name = names.get(&call_id).cloned().or(m.name);
+            let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
+            out.push(Imported { turn, kind, synthetic: None, content: m.content });
+            continue;
+        }
         let role = match role {
             "tool" => None,
             "system" => Some(Role::System),
@@ -103,7 +124,14 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
         if role == Role::User && synthetic.is_none() {
             turn += 1;
         }
-        let listed = m.tool_calls.unwrap_or_default();
+        let mut listed = m.tool_calls.unwrap_or_default();
+        if let Some(mut c) = m.function_call {
+            // `m<k>` is this message's item id: `function_call-m<k>` is no provider's id.
+            let id: Cow<'a, str> = Cow::Owned(format!("function_call-m{k}"));
+            pending = Some(id.clone());
+            c.id = Some(id);
+            listed.push(c);
+        }
         let mut calls = Vec::with_capacity(listed.len());
         if names.capacity() == 0 && !listed.is_empty() {
             // Sized once at the first call, for about a call per message left (grown by
@@ -194,22 +222,25 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
             tool_calls: m.get("tool_calls").and_then(Value::as_array).map(|calls| {
                 calls
                     .iter()
-                    .map(|c| {
-                        let f = c.get("function").unwrap_or(&Value::Null);
-                        let arguments = f.get("arguments").filter(|a| !a.is_null()).map(|a| match a {
-                            Value::String(s) => Arguments::Text(Cow::Borrowed(s.as_str())),
-                            a => Arguments::Value(Cow::Borrowed(a)),
-                        });
-                        Call { id: text(c, "id"), name: text(f, "name"), arguments }
-                    })
+                    .map(|c| Call { id: text(c, "id"), ..function(c.get("function").unwrap_or(&Value::Null)) })
                     .collect()
             }),
+            function_call: m.get("function_call").filter(|f| f.is_object()).map(function),
             tool_call_id: text(m, "tool_call_id"),
             name: text(m, "name"),
             usage: m.get("usage").map(Cow::Borrowed),
         })
         .collect();
     Ok(Line { messages, usage: line.get("usage").map(Cow::Borrowed) })
+}
+
+/// A call's `function` (or a message's `function_call`): its `name` and `arguments`.
+fn function(f: &Value) -> Call<'_> {
+    let arguments = f.get("arguments").filter(|a| !a.is_null()).map(|a| match a {
+        Value::String(s) => Arguments::Text(Cow::Borrowed(s.as_str())),
+        a => Arguments::Value(Cow::Borrowed(a)),
+    });
+    Call { id: None, name: text(f, "name"), arguments }
 }
 
 /// The canonical form of one dataset line (the reference path, read back by the

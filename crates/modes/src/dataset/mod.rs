@@ -497,8 +497,10 @@ fn extracted<C>(line: &crate::formats::openai::Line<'_, C>, text: impl Fn(&C) ->
             let calls = m.tool_calls.as_ref().map(|calls| {
                 calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect::<Vec<_>>()
             });
+            let function_call =
+                m.function_call.as_ref().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}));
             json!({"role": m.role, "content": m.content.as_ref().map(&text), "tool_calls": calls,
-                "tool_call_id": m.tool_call_id, "name": m.name, "usage": m.usage})
+                "function_call": function_call, "tool_call_id": m.tool_call_id, "name": m.name, "usage": m.usage})
         })
         .collect();
     json!({"messages": messages, "usage": line.usage})

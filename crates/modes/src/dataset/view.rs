@@ -158,6 +158,16 @@ fn message<'a>(s: &mut Scan<'a>, m: &mut Message<'a, ChatText<'a>>) -> Option<()
                     Some(calls)
                 };
             }
+            "function_call" => {
+                seen.first(64)?;
+                m.function_call = if s.null()? {
+                    None
+                } else {
+                    let mut c = Call::default();
+                    function(s, &mut c)?;
+                    Some(c)
+                };
+            }
             "tool_call_id" => {
                 seen.first(8)?;
                 m.tool_call_id = s.optional_str()?;
@@ -202,7 +212,8 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
     Some(c)
 }
 
-/// A call's `function`: its `name` and `arguments`, into the call.
+/// A call's `function` (or a message's `function_call`): its `name` and `arguments`,
+/// into the call.
 fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
     let mut seen = Seen::default();
     s.object(5, |s, key| {
