@@ -176,9 +176,9 @@ pub struct RunArgs {
     /// Decide without side effects: no files, no hooks, no summarizer; print the decision
     #[arg(long)]
     pub dry_run: bool,
-    /// The format of the compacted transcript: canonical JSONL, one OpenAI chat line per transcript, or the agent's own session to resume (claude-code, codex, gemini-cli)
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Canonical)]
-    pub output_format: OutputFormat,
+    /// The format of the compacted transcript: canonical JSONL (the default; a dataset's rows stay in their own format), one OpenAI chat line per transcript, or the agent's own session to resume (claude-code, codex, gemini-cli)
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output_format: Option<OutputFormat>,
     /// Write what would go to stdout into FILE instead (atomically; `-`: stdout)
     #[arg(long, value_name = "FILE", conflicts_with = "out_dir")]
     pub out: Option<PathBuf>,

@@ -20,7 +20,7 @@ pub(super) fn run(mut args: RunArgs) -> Result<Exit> {
     }
     check_paths(&args)?;
     let mut settings = settings(&args.policy, Some(&args.actions), args.dry_run)?;
-    settings.output_format = args.output_format;
+    settings.output_format = args.output_format.unwrap_or(OutputFormat::Canonical);
     settings.skip_bad_lines = args.bad_lines == super::BadLines::Skip;
     settings.provenance = args.provenance;
     settings.rejects.clone_from(&args.rejects);
@@ -84,9 +84,16 @@ fn check_paths(args: &RunArgs) -> Result<()> {
 /// The run, with what goes to stdout written to `w`.
 fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn Write) -> Result<Exit> {
     if let Some(dataset) = inputs::batch_dataset_format(args.policy.input_format, inputs)? {
-        if let Some(f) = args.output_format.resumes() {
+        if let Some(f) = args.output_format.and_then(OutputFormat::resumes) {
             return Err(Error::Usage(format!(
                 "--output-format {f} writes a session back: {dataset} files are datasets"
+            )));
+        }
+        if args.output_format == Some(OutputFormat::Canonical) {
+            // Asked for, and not what would be written: each row stays a row.
+            return Err(Error::Usage(format!(
+                "--output-format canonical writes one transcript per input: {dataset} files are datasets, \
+                 each row written back as a row (leave --output-format out)"
             )));
         }
         if args.dry_run || args.emit.is_some_and(|e| e != Output::Transcript) {
@@ -103,7 +110,7 @@ fn run_into(args: &RunArgs, settings: &Settings, inputs: &[Input], w: &mut dyn W
         return Ok(super::dataset::run(inputs, &s, out.as_ref(), jobs(args.jobs), w));
     }
     // One chat line per transcript: several inputs give their lines in input order.
-    let lines = args.output_format == OutputFormat::Openai && args.emit.is_none_or(|e| e == Output::Transcript);
+    let lines = args.output_format == Some(OutputFormat::Openai) && args.emit.is_none_or(|e| e == Output::Transcript);
     if args.provenance && !lines {
         return Err(Error::Usage(
             "--provenance marks chat lines and dataset rows: a session is written in its own format; add --output-format openai"

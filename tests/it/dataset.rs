@@ -744,3 +744,49 @@ fn rows_of_the_function_calling_before_tool_calls_compact_as_their_calls() {
     assert_eq!(v.status.code(), Some(1));
     assert!(stdout(&v).contains("-:1: result_without_call: message 1: "), "{}", stdout(&v));
 }
+
+/// A call of a custom tool (`type: "custom"`, a free-form `input` instead of
+/// `function`) is read by its `custom.name` and `input`, as Codex's custom calls are: an
+/// `apply_patch` call's patch names the files it changes.
+#[test]
+fn a_call_of_a_custom_tool_is_read_by_its_name_and_input() {
+    use serde_json::json;
+    let mut m = vec![json!({"role": "system", "content": "s"}), json!({"role": "user", "content": "Fix it"})];
+    for i in 0..10 {
+        let patch = format!("*** Begin Patch\n*** Update File: src/m{i}.rs\n@@\n-a\n+b\n*** End Patch\n");
+        m.push(json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("c{i}"), "type": "custom", "custom": {"name": "apply_patch", "input": patch}}]}));
+        m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "Done!\n".repeat(200)}));
+    }
+    m.push(json!({"role": "assistant", "content": "ok"}));
+    let row = json!({ "messages": m });
+    let o = cmd().args(["run", "-", "--max-total-tokens", "3000"]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reanchor = out["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
+    assert!(reanchor.contains("Changed files (most recent first):\n- src/m9.rs\n- src/m8.rs\n"), "{reanchor}");
+    let summary = out["messages"].as_array().unwrap().iter().find(|m| m["name"] == "rivumi-history_summary_fallback");
+    let summary = summary.expect("a summary")["content"].as_str().unwrap();
+    assert!(
+        summary.contains("- assistant: [call apply_patch({\"input\":\"*** Begin Patch\\n*** Update File: src/m1.rs\\n")
+            && summary.contains("- result of apply_patch (ok): Done! Done!"),
+        "{summary}"
+    );
+}
+
+/// A dataset's rows are written back as rows: an output format asked for that would
+/// not be written is refused, not ignored.
+#[test]
+fn an_output_format_a_dataset_is_not_written_in_is_refused() {
+    for (format, says) in [
+        ("canonical", "--output-format canonical writes one transcript per input: openai files are datasets"),
+        ("claude-code", "--output-format claude-code writes a session back: openai files are datasets"),
+    ] {
+        let o = run(&["run", DATA, "--max-total-tokens", "300", "--output-format", format]);
+        assert_eq!(o.status.code(), Some(2), "{format}");
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+        assert!(o.stdout.is_empty());
+    }
+    let o = run(&["run", DATA, "--max-total-tokens", "300", "--output-format", "openai"]);
+    assert_eq!((o.status.code(), stdout(&o).lines().count()), (Some(4), 4), "openai is the rows' own format");
+}

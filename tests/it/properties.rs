@@ -142,29 +142,43 @@ fn chat_line() -> impl Strategy<Value = String> {
             {"prompt_tokens": p + c, "completion_tokens": o, "prompt_tokens_details": {"cached_tokens": c}}))),
         Just(Some(serde_json::Value::Null)),
     ];
-    let message = (0u8..8, content, args, usage, any::<bool>()).prop_map(|(kind, content, args, usage, extra)| {
-        let mut m = match kind {
-            // The function calling before `tool_calls`: one call, no id, answered by a
-            // `function` message.
-            6 => serde_json::json!({"role": "assistant", "content": content,
+    let input = prop_oneof![
+        Just(serde_json::json!("*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** End Patch\n")),
+        Just(serde_json::json!("{\"path\": \"c.rs\"}")),
+        Just(serde_json::json!("[1]")),
+        Just(serde_json::Value::Null),
+    ];
+    let message =
+        (0u8..10, content, args, input, usage, any::<bool>()).prop_map(|(kind, content, args, input, usage, extra)| {
+            let mut m = match kind {
+                // A call of a custom tool (free-form `input`, no `function`), and one that
+                // has both.
+                8 => serde_json::json!({"role": "assistant", "content": content,
+                "tool_calls": [{"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": input}}]}),
+                9 => serde_json::json!({"role": "assistant", "content": content,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": args},
+                    "custom": {"name": "apply_patch", "input": input}}]}),
+                // The function calling before `tool_calls`: one call, no id, answered by a
+                // `function` message.
+                6 => serde_json::json!({"role": "assistant", "content": content,
                 "function_call": {"name": "bash", "arguments": args}}),
-            7 => serde_json::json!({"role": "function", "name": "bash", "content": content}),
-            0 => serde_json::json!({"role": "user", "content": content}),
-            1 => serde_json::json!({"role": "assistant", "content": content,
+                7 => serde_json::json!({"role": "function", "name": "bash", "content": content}),
+                0 => serde_json::json!({"role": "user", "content": content}),
+                1 => serde_json::json!({"role": "assistant", "content": content,
                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": args}}]}),
-            2 => serde_json::json!({"role": "tool", "tool_call_id": "c1", "content": content}),
-            3 => serde_json::json!({"role": "user", "name": "rivumi-pressure_reminder", "content": content}),
-            4 => serde_json::json!({"role": "system", "content": content}),
-            _ => serde_json::json!({"role": "assistant", "content": content}),
-        };
-        if let Some(u) = usage {
-            m["usage"] = u;
-        }
-        if extra {
-            m["weight"] = serde_json::json!(0.5);
-        }
-        m
-    });
+                2 => serde_json::json!({"role": "tool", "tool_call_id": "c1", "content": content}),
+                3 => serde_json::json!({"role": "user", "name": "rivumi-pressure_reminder", "content": content}),
+                4 => serde_json::json!({"role": "system", "content": content}),
+                _ => serde_json::json!({"role": "assistant", "content": content}),
+            };
+            if let Some(u) = usage {
+                m["usage"] = u;
+            }
+            if extra {
+                m["weight"] = serde_json::json!(0.5);
+            }
+            m
+        });
     (proptest::collection::vec(message, 0..14), proptest::option::of(1u64..3000)).prop_map(|(messages, line_usage)| {
         let mut line = serde_json::json!({"id": "x", "messages": messages});
         if let Some(p) = line_usage {

@@ -21,6 +21,11 @@ impl Seen {
     pub fn first(&mut self, bit: u16) -> Option<()> {
         (self.0 & bit == 0).then(|| self.0 |= bit)
     }
+
+    /// Whether `bit` was seen.
+    pub fn has(&self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
 }
 
 /// A string literal: where it is (quotes included), the UTF-8 length of its value, and

@@ -55,7 +55,9 @@ impl<C> Default for Message<'_, C> {
     }
 }
 
-/// What the rules read of a call: `id`, `function.name`, `function.arguments`.
+/// What the rules read of a call: `id`, `function.name`, `function.arguments` (or,
+/// for a call of a custom tool, which has no `function`, `custom.name` and
+/// `custom.input`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Call<'a> {
     pub id: Option<Cow<'a, str>>,
@@ -71,6 +73,9 @@ pub struct Call<'a> {
 pub enum Arguments<'a> {
     Text(Cow<'a, str>),
     Value(Cow<'a, Value>),
+    /// A custom tool's free-form `input` (`type: "custom"` calls): read as Codex reads
+    /// its custom calls, an object when it holds one, `{"input": …}` otherwise.
+    Input(Cow<'a, str>),
 }
 
 /// A message as the rules make it: its turn, what it is, and its content as the
@@ -175,6 +180,10 @@ fn arguments(v: Option<Arguments<'_>>) -> serde_json::Result<Cow<'static, str>> 
             },
         },
         Some(Arguments::Value(v)) => to_string(&v).map(Cow::Owned),
+        Some(Arguments::Input(s)) => match serde_json::from_str::<Value>(&s) {
+            Ok(v @ Value::Object(_)) => to_string(&v).map(Cow::Owned),
+            _ => to_string(&json!({ "input": s })).map(Cow::Owned),
+        },
         None => Ok(Cow::Borrowed("null")),
     }
 }
@@ -222,7 +231,19 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
             tool_calls: m.get("tool_calls").and_then(Value::as_array).map(|calls| {
                 calls
                     .iter()
-                    .map(|c| Call { id: text(c, "id"), ..function(c.get("function").unwrap_or(&Value::Null)) })
+                    .map(|c| {
+                        // A call of a custom tool has no `function`; one that has both
+                        // is the function's.
+                        let call = match (c.get("function").filter(|f| !f.is_null()), c.get("custom")) {
+                            (None, Some(custom)) if !custom.is_null() => Call {
+                                name: text(custom, "name"),
+                                arguments: text(custom, "input").map(Arguments::Input),
+                                ..Call::default()
+                            },
+                            (f, _) => function(f.unwrap_or(&Value::Null)),
+                        };
+                        Call { id: text(c, "id"), ..call }
+                    })
                     .collect()
             }),
             function_call: m.get("function_call").filter(|f| f.is_object()).map(function),

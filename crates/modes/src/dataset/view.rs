@@ -192,7 +192,7 @@ fn value(s: &mut Scan<'_>, depth: usize) -> Option<Value> {
 }
 
 fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
-    let (mut c, mut seen) = (Call::default(), Seen::default());
+    let (mut c, mut custom, mut seen) = (Call::default(), None, Seen::default());
     s.object(4, |s, key| {
         match key {
             "id" => {
@@ -202,14 +202,46 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
             "function" => {
                 seen.first(2)?;
                 if !s.null()? {
+                    seen.first(8)?;
                     function(s, &mut c)?;
+                }
+            }
+            "custom" => {
+                seen.first(4)?;
+                if !s.null()? {
+                    let mut tool = Call::default();
+                    custom_tool(s, &mut tool)?;
+                    custom = Some(tool);
                 }
             }
             _ => s.skip(5)?,
         }
         Some(())
     })?;
-    Some(c)
+    // A call of a custom tool has no `function`; one that has both is the function's.
+    match custom {
+        Some(tool) if !seen.has(8) => Some(Call { id: c.id, ..tool }),
+        _ => Some(c),
+    }
+}
+
+/// A custom tool call's `custom`: its `name` and free-form `input`, into the call.
+fn custom_tool<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
+    let mut seen = Seen::default();
+    s.object(5, |s, key| {
+        match key {
+            "name" => {
+                seen.first(1)?;
+                c.name = s.optional_str()?;
+            }
+            "input" => {
+                seen.first(2)?;
+                c.arguments = s.optional_str()?.map(Arguments::Input);
+            }
+            _ => s.skip(6)?,
+        }
+        Some(())
+    })
 }
 
 /// A call's `function` (or a message's `function_call`): its `name` and `arguments`,
