@@ -790,3 +790,29 @@ fn an_output_format_a_dataset_is_not_written_in_is_refused() {
     let o = run(&["run", DATA, "--max-total-tokens", "300", "--output-format", "openai"]);
     assert_eq!((o.status.code(), stdout(&o).lines().count()), (Some(4), 4), "openai is the rows' own format");
 }
+
+/// The chat templates' shape (Hugging Face's tool-use documentation): calls without
+/// ids, each answered by a `{"role": "tool", "name": …}` message. A result is named by
+/// its own `name`, so parallel calls' results are told apart in the summary.
+#[test]
+fn a_result_without_a_call_id_is_named_by_its_own_name() {
+    use serde_json::json;
+    let mut m = vec![json!({"role": "system", "content": "s"}), json!({"role": "user", "content": "Fix it"})];
+    for i in 0..6 {
+        m.push(json!({"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "read_file", "arguments": {"path": format!("src/h{i}.py")}}},
+            {"type": "function", "function": {"name": "run_tests", "arguments": {}}}]}));
+        m.push(json!({"role": "tool", "name": "read_file", "content": "contents\n".repeat(200)}));
+        m.push(json!({"role": "tool", "name": "run_tests", "content": "passed\n".repeat(200)}));
+    }
+    m.push(json!({"role": "assistant", "content": "ok"}));
+    let row = json!({ "messages": m });
+    let o = cmd().args(["run", "-", "--max-total-tokens", "3000"]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let summary = out["messages"].as_array().unwrap().iter().find(|m| m["name"] == "rivumi-history_summary_fallback");
+    let summary = summary.expect("a summary")["content"].as_str().unwrap();
+    assert!(summary.contains("- result of read_file (ok): contents contents"), "{summary}");
+    assert!(summary.contains("- result of run_tests (ok): passed passed"), "{summary}");
+    assert!(!summary.contains("- result of run_tests (ok): contents"), "{summary}");
+}

@@ -116,8 +116,14 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             other => return Err(format!("message {k}: unknown role {other:?}")),
         };
         let Some(role) = role else {
+            // The name of the call it answers; a result that names no call (the chat
+            // templates' `{"role": "tool", "name": …}`, calls without ids) or answers
+            // none in the row is named by its own `name`.
+            let name = match &m.tool_call_id {
+                Some(id) => names.get(id).cloned().or(m.name),
+                None => m.name.or_else(|| names.get("").cloned()),
+            };
             let call_id = m.tool_call_id.unwrap_or(Cow::Borrowed(""));
-            let name = names.get(&call_id).cloned();
             let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
             out.push(Imported { turn, kind, synthetic: None, content: m.content });
             continue;
