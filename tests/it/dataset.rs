@@ -816,3 +816,45 @@ fn a_result_without_a_call_id_is_named_by_its_own_name() {
     assert!(summary.contains("- result of run_tests (ok): passed passed"), "{summary}");
     assert!(!summary.contains("- result of run_tests (ok): contents"), "{summary}");
 }
+
+/// A row in the Anthropic Messages API's shape (`tool_use` blocks in the assistant's
+/// content, `tool_result` blocks in the user's) has calls and results this format does
+/// not read: it is refused as a bad row, named, and echoed, never read as a short
+/// conversation below its threshold.
+#[test]
+fn a_row_of_anthropic_tool_blocks_is_refused_not_under_counted() {
+    use serde_json::json;
+    let mut m = vec![json!({"role": "user", "content": "Fix it"})];
+    for i in 0..10 {
+        m.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Let me edit."},
+            {"type": "tool_use", "id": format!("toolu_{i}"), "name": "str_replace_based_edit_tool",
+             "input": {"command": "create", "path": format!("src/a{i}.py"), "file_text": "x = 1\n".repeat(300)}}]}));
+        m.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{i}"),
+            "content": "File created\n".repeat(300)}]}));
+    }
+    let row = json!({"system": "You are Claude.", "messages": m}).to_string();
+    let o = cmd().args(["run", "-", "--max-total-tokens", "3000"]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{row}\n"), "echoed unchanged");
+    assert!(
+        stderr(&o)
+            .contains("-:1:1: message 1: content block 1 is a \"tool_use\" block, the Anthropic Messages API's shape"),
+        "{}",
+        stderr(&o)
+    );
+    // A result block alone, as one object, and a server tool's result are refused too.
+    for content in [
+        json!({"type": "tool_result", "tool_use_id": "t", "content": "x"}),
+        json!([{"type": "text", "text": "a"}, {"type": "web_search_tool_result", "tool_use_id": "t", "content": []}]),
+    ] {
+        let row = json!({"messages": [{"role": "user", "content": content}]});
+        let o = cmd().args(["validate", "-"]).write_stdin(format!("{row}\n")).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{row}");
+        assert!(
+            stdout(&o).contains("bad_line") && stdout(&o).contains("the Anthropic Messages API's shape"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    assert!(!rivumi_compact::dataset::reads_through_view(&row), "the view leaves the refusal to the canonical path");
+}

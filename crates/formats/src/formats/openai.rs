@@ -229,6 +229,23 @@ fn text<'v>(v: &'v Value, key: &str) -> Option<Cow<'v, str>> {
 pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String> {
     let messages =
         line.get("messages").and_then(Value::as_array).ok_or("expected an object with a \"messages\" array")?;
+    for (k, m) in messages.iter().enumerate() {
+        let blocks = match m.get("content") {
+            Some(Value::Array(blocks)) => blocks.as_slice(),
+            Some(block @ Value::Object(_)) => std::slice::from_ref(block),
+            _ => &[],
+        };
+        if let Some((b, kind)) = blocks
+            .iter()
+            .enumerate()
+            .find_map(|(b, v)| v.get("type").and_then(Value::as_str).filter(|t| is_foreign_block(t)).map(|t| (b, t)))
+        {
+            return Err(format!(
+                "message {k}: content block {b} is a {kind:?} block, the Anthropic Messages API's shape: \
+                 this format gives calls as \"tool_calls\" and their results as \"role\": \"tool\" messages"
+            ));
+        }
+    }
     let messages = messages
         .iter()
         .map(|m| Message {
@@ -259,6 +276,14 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
         })
         .collect();
     Ok(Line { messages, usage: line.get("usage").map(Cow::Borrowed) })
+}
+
+/// A content block of a call or its result in the Anthropic Messages API's shape
+/// (`tool_use`, `tool_result`, a server tool's `server_tool_use` and `…_tool_result`):
+/// the chat format has no such blocks, and read as content they would be neither calls
+/// nor results, and no size. A row that holds one is refused, not under-counted.
+pub fn is_foreign_block(kind: &str) -> bool {
+    matches!(kind, "tool_use" | "tool_result" | "server_tool_use" | "mcp_tool_use") || kind.ends_with("_tool_result")
 }
 
 /// A call's `function` (or a message's `function_call`): its `name` and `arguments`.

@@ -316,6 +316,11 @@ fn block(s: &mut Scan<'_>, depth: usize) -> Option<Option<u64>> {
     s.object(depth, |s, key| {
         if key == "text" && s.peek()? == b'"' {
             text = Some(s.string()?.len);
+        } else if key == "type" && s.peek()? == b'"' {
+            // A block the chat format does not have: the canonical path refuses the row.
+            if openai::is_foreign_block(&s.str()?) {
+                return None;
+            }
         } else {
             if key == "text" {
                 text = None;
