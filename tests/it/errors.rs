@@ -114,7 +114,13 @@ fn a_lone_surrogate_escape_is_named_at_its_column() {
 fn record_without_type() {
     bad(b"{\"id\":\"x\"}\n", "bad.jsonl:1:1: expected a \"type\" field");
     // Detected from this record: the one message also names the formats tried.
-    bad(b"\n{\"id\":\"x\"}\n", "bad.jsonl:2:1: expected a \"type\" field in the record; no input format fits this file (tried openhands, swe-agent, codex, gemini-cli, claude-code, openai, rivumi");
+    bad(b"\n{\"id\":\"x\"}\n", "bad.jsonl:2:1: expected a \"type\" field in the record (it has \"id\"); no input format fits this file (tried openhands, swe-agent, codex, gemini-cli, claude-code, openai, rivumi");
+    // The keys of a record no format has are named (the first eight).
+    let keys: Vec<String> = (0..10).map(|k| format!("\"k{k}\":{k}")).collect();
+    bad(
+        format!("{{\"instance_id\":\"x\",\"trajectory\":[],{}}}\n", keys.join(",")).as_bytes(),
+        "bad.jsonl:1:1: expected a \"type\" field in the record (it has \"instance_id\", \"trajectory\", \"k0\", \"k1\", \"k2\", \"k3\", \"k4\", \"k5\", and 4 more); no input format fits",
+    );
     bad(
         b"{\n  \"a\": 1\n}\n",
         "bad.jsonl:1:1: a JSON document without `history` or `trajectory`: no input format fits",

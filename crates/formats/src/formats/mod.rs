@@ -315,7 +315,19 @@ pub fn no_format_fits(raw: &[u8], file: &Path) -> Error {
     let document = head[start..end].trim_ascii() == b"{";
     match crate::transcript::parse(&head[..end], file) {
         Err(Error::BadLine { at, message }) if !document => {
-            Error::BadLine { at, message: format!("{message}; {hint}") }
+            // A record that is an object: the keys it has, which is what tells a reader
+            // which format (or which key of a known one) it is.
+            let keys = match serde_json::from_slice::<serde_json::Value>(&head[start..end]) {
+                Ok(serde_json::Value::Object(o)) if !o.is_empty() => {
+                    let mut shown: Vec<String> = o.keys().take(8).map(|k| format!("{k:?}")).collect();
+                    if o.len() > 8 {
+                        shown.push(format!("and {} more", o.len() - 8));
+                    }
+                    format!(" (it has {})", shown.join(", "))
+                }
+                _ => String::new(),
+            };
+            Error::BadLine { at, message: format!("{message}{keys}; {hint}") }
         }
         _ => {
             let line = memchr::memchr_iter(b'\n', &head[..start]).count() + 1;
