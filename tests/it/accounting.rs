@@ -756,6 +756,27 @@ fn an_openhands_sdk_conversation_folder_is_one_transcript() {
         let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(v["transcripts"], want, "{glob}: {v}");
     }
+    // Its files named one by one (the shell's `conv/events/*.json`, or a glob of every
+    // JSON file below, state and task list included) are the conversation, read once,
+    // with a warning; an event file alone is no transcript.
+    let files: Vec<String> = std::fs::read_dir(conv.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".json"))
+        .collect();
+    let mut named = vec!["stats".to_string(), "--json".to_string()];
+    named.extend(files.iter().cloned());
+    named.push(conv.join("base_state.json").display().to_string());
+    let args: Vec<&str> = named.iter().map(String::as_str).collect();
+    for args in [&args[..], &["stats", "--json", &format!("{}/**/*.json", dir.path().display())], &args[..3]] {
+        let o = run(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let want_transcripts = if args[2].contains("**") { 2 } else { 1 };
+        assert_eq!(v["transcripts"], want_transcripts, "{v}");
+        assert_eq!(v["items"], want["items"].as_u64().unwrap() * want_transcripts, "{v}");
+        assert!(stderr(&o).contains("file(s) of this OpenHands conversation named: read as"), "{}", stderr(&o));
+    }
     // A file among the events that is none (a copy's leftover) is named, not read; the
     // SDK's own lock file is not.
     std::fs::write(conv.join("events/event-7-copy.json"), b"{}").unwrap();

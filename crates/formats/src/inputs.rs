@@ -172,7 +172,44 @@ pub fn expand(args: &[String], format: InputFormat, exclude: Option<&Path>) -> R
             out.push(Input { linked, ..Input::new(path, name) });
         }
     }
+    if matches!(format, InputFormat::Auto | InputFormat::Openhands) {
+        out = conversations_of_files(out);
+    }
     Ok(out)
+}
+
+/// Files of an OpenHands conversation (its event files, its state) named as inputs, by
+/// the shell's glob (`convs/*/events/*.json`) or one of ours (`'data/**/*.json'`), are
+/// read as that conversation, once, where its first file was: an event file alone is no
+/// transcript, and its conversation's other events and usage are needed to read it.
+fn conversations_of_files(inputs: Vec<Input>) -> Vec<Input> {
+    let mut seen: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Input> = Vec::with_capacity(inputs.len());
+    let mut grouped: Vec<(usize, usize)> = Vec::new();
+    let mut files = crate::formats::openhands_v1::ConversationFiles::default();
+    for input in inputs {
+        let conv = (!input.folder && !input.is_stdin()).then(|| files.of(&input.path)).flatten();
+        let Some(conv) = conv else {
+            out.push(input);
+            continue;
+        };
+        let key = std::fs::canonicalize(&conv).unwrap_or_else(|_| conv.clone());
+        match seen.get(&key) {
+            Some(&at) => grouped[at].1 += 1,
+            None => {
+                seen.insert(key, grouped.len());
+                grouped.push((out.len(), 1));
+                out.push(Input::conversation(conv, None));
+            }
+        }
+    }
+    for (at, files) in grouped {
+        ui::warn(&format!(
+            "{}: {files} file(s) of this OpenHands conversation named: read as that conversation, one transcript (all its events in order, and its state if it has one)",
+            out[at].display_name()
+        ));
+    }
+    out
 }
 
 /// The output folder name of a file: its name without the last extension. A name that

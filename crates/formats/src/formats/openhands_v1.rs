@@ -618,6 +618,46 @@ pub fn events_folder(dir: &Path, named: bool) -> Option<PathBuf> {
     ((is_events && (holds(dir, sdk) || holds_v0_events(dir))) || server).then(|| dir.to_path_buf())
 }
 
+/// The conversation folders that files named as inputs belong to: an event file (the
+/// SDK's `events/event-NNNNN-<id>.json`, an older session's `events/<n>.json`, the app
+/// server's `<conversation id>/<time>_<Kind>_<id>`), or any file beside the SDK's
+/// `base_state.json` and `events/` (the state, the task tracker's `TASKS.json`), is read
+/// as its conversation (or as its `events/` folder when nothing beside it makes one):
+/// an event file alone is one event of a conversation, not a transcript. Each folder is
+/// looked at once (the files of a batch share few folders).
+#[derive(Default)]
+pub struct ConversationFiles {
+    /// Per folder: the conversation its files belong to, and whether every file of it
+    /// does (the SDK's conversation folder) or only its event files.
+    folders: std::collections::HashMap<PathBuf, Option<(PathBuf, bool)>>,
+}
+
+impl ConversationFiles {
+    /// The conversation folder `file` belongs to, if any.
+    pub fn of(&mut self, file: &Path) -> Option<PathBuf> {
+        let name = file.file_name()?.to_string_lossy();
+        let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let (conv, every) =
+            self.folders.entry(parent.to_path_buf()).or_insert_with(|| Self::folder(parent)).as_ref()?;
+        let event = event_index(&name).is_some() || v0_event_index(&name).is_some() || is_server_event_file(&name);
+        (*every || event).then(|| conv.clone())
+    }
+
+    fn folder(dir: &Path) -> Option<(PathBuf, bool)> {
+        let sdk = |d: &Path| d.join("base_state.json").is_file() && events_folder(d, false) == Some(d.join("events"));
+        if sdk(dir) {
+            return Some((dir.to_path_buf(), true));
+        }
+        let name = dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        if name == "events" && events_folder(dir, true).as_deref() == Some(dir) {
+            let conv = dir.parent().filter(|c| !c.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let beside = events_folder(conv, false) == Some(conv.join("events"));
+            return Some((if beside { conv } else { dir }.to_path_buf(), false));
+        }
+        (is_conversation_id(&name) && events_folder(dir, false).is_some()).then(|| (dir.to_path_buf(), false))
+    }
+}
+
 /// A conversation id as the app server names its folders: a UUID, with or without its
 /// hyphens.
 fn is_conversation_id(name: &str) -> bool {
