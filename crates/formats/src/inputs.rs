@@ -194,13 +194,12 @@ fn conversations_of_files(inputs: Vec<Input>) -> Vec<Input> {
             continue;
         };
         let key = std::fs::canonicalize(&conv).unwrap_or_else(|_| conv.clone());
-        match seen.get(&key) {
-            Some(&at) => grouped[at].1 += 1,
-            None => {
-                seen.insert(key, grouped.len());
-                grouped.push((out.len(), 1));
-                out.push(Input::conversation(conv, None));
-            }
+        if let Some(&at) = seen.get(&key) {
+            grouped[at].1 += 1;
+        } else {
+            seen.insert(key, grouped.len());
+            grouped.push((out.len(), 1));
+            out.push(Input::conversation(conv, None));
         }
     }
     for (at, files) in grouped {
