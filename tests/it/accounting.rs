@@ -762,7 +762,7 @@ fn an_openhands_sdk_conversation_folder_is_one_transcript() {
     let files: Vec<String> = std::fs::read_dir(conv.join("events"))
         .unwrap()
         .map(|e| e.unwrap().path().display().to_string())
-        .filter(|p| p.ends_with(".json"))
+        .filter(|p| Path::new(p).extension().is_some_and(|x| x == "json"))
         .collect();
     let mut named = vec!["stats".to_string(), "--json".to_string()];
     named.extend(files.iter().cloned());
