@@ -858,3 +858,21 @@ fn a_row_of_anthropic_tool_blocks_is_refused_not_under_counted() {
     }
     assert!(!rivumi_compact::dataset::reads_through_view(&row), "the view leaves the refusal to the canonical path");
 }
+
+/// A row whose `messages` is the list as JSON text (a data frame's export) says so.
+#[test]
+fn messages_encoded_twice_are_named_as_such() {
+    let row = r#"{"messages": "[{\"role\": \"user\", \"content\": \"hi\"}]"}"#;
+    let o = cmd().args(["run", "-"]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{row}\n"));
+    assert!(
+        stderr(&o).contains("-:1:1: \"messages\" is a string that holds the list as JSON text (encoded twice)"),
+        "{}",
+        stderr(&o)
+    );
+    // A string that is no list is the plain complaint.
+    let o =
+        cmd().args(["run", "-", "--input-format", "openai"]).write_stdin("{\"messages\": \"hi\"}\n").output().unwrap();
+    assert!(stderr(&o).contains("-:1:1: expected an object with a \"messages\" array"), "{}", stderr(&o));
+}

@@ -227,8 +227,16 @@ fn text<'v>(v: &'v Value, key: &str) -> Option<Cow<'v, str>> {
 
 /// The extractor from a parsed line: what [`import`] reads, borrowed from the value.
 pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String> {
-    let messages =
-        line.get("messages").and_then(Value::as_array).ok_or("expected an object with a \"messages\" array")?;
+    let messages = match line.get("messages") {
+        Some(Value::Array(messages)) => messages,
+        // Rows exported through a data frame often hold the list as JSON text.
+        Some(Value::String(text)) if serde_json::from_str::<Vec<Value>>(text).is_ok() => {
+            return Err("\"messages\" is a string that holds the list as JSON text (encoded twice): \
+                        decode it into an array first"
+                .into())
+        }
+        _ => return Err("expected an object with a \"messages\" array".into()),
+    };
     for (k, m) in messages.iter().enumerate() {
         let blocks = match m.get("content") {
             Some(Value::Array(blocks)) => blocks.as_slice(),
