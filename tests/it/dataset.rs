@@ -697,15 +697,23 @@ fn function_calling_row(legacy: bool) -> serde_json::Value {
     json!({"messages": m, "functions": [{"name": "bash", "parameters": {}}]})
 }
 
+/// One row compacted on stdin under `budget`, which must succeed and shorten it.
+fn compact_row(row: &serde_json::Value, budget: &str) -> serde_json::Value {
+    let o = cmd().args(["run", "-", "--max-total-tokens", budget]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 shortened"), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The text of the message the compaction injected under `name` (`rivumi-<kind>`).
+fn injected_text<'a>(row: &'a serde_json::Value, name: &str) -> &'a str {
+    let found = row["messages"].as_array().unwrap().iter().find(|m| m["name"] == name);
+    found.unwrap_or_else(|| panic!("no {name} in {row}"))["content"].as_str().unwrap()
+}
+
 #[test]
 fn rows_of_the_function_calling_before_tool_calls_compact_as_their_calls() {
-    let compact = |row: &serde_json::Value| {
-        let o =
-            cmd().args(["run", "-", "--max-total-tokens", "8000"]).write_stdin(format!("{row}\n")).output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert!(stderr(&o).contains("1 shortened"), "{}", stderr(&o));
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
-    };
+    let compact = |row: &serde_json::Value| compact_row(row, "8000");
     let (legacy, tools) = (function_calling_row(true), function_calling_row(false));
     let (out, out_tools) = (compact(&legacy), compact(&tools));
     let injected = |v: &serde_json::Value| -> Vec<(String, String)> {
@@ -760,13 +768,10 @@ fn a_call_of_a_custom_tool_is_read_by_its_name_and_input() {
     }
     m.push(json!({"role": "assistant", "content": "ok"}));
     let row = json!({ "messages": m });
-    let o = cmd().args(["run", "-", "--max-total-tokens", "3000"]).write_stdin(format!("{row}\n")).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let reanchor = out["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
+    let out = compact_row(&row, "3000");
+    let reanchor = injected_text(&out, "rivumi-reanchor");
     assert!(reanchor.contains("Changed files (most recent first):\n- src/m9.rs\n- src/m8.rs\n"), "{reanchor}");
-    let summary = out["messages"].as_array().unwrap().iter().find(|m| m["name"] == "rivumi-history_summary_fallback");
-    let summary = summary.expect("a summary")["content"].as_str().unwrap();
+    let summary = injected_text(&out, "rivumi-history_summary_fallback");
     assert!(
         summary.contains("- assistant: [call apply_patch({\"input\":\"*** Begin Patch\\n*** Update File: src/m1.rs\\n")
             && summary.contains("- result of apply_patch (ok): Done! Done!"),
@@ -807,11 +812,8 @@ fn a_result_without_a_call_id_is_named_by_its_own_name() {
     }
     m.push(json!({"role": "assistant", "content": "ok"}));
     let row = json!({ "messages": m });
-    let o = cmd().args(["run", "-", "--max-total-tokens", "3000"]).write_stdin(format!("{row}\n")).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let summary = out["messages"].as_array().unwrap().iter().find(|m| m["name"] == "rivumi-history_summary_fallback");
-    let summary = summary.expect("a summary")["content"].as_str().unwrap();
+    let out = compact_row(&row, "3000");
+    let summary = injected_text(&out, "rivumi-history_summary_fallback");
     assert!(summary.contains("- result of read_file (ok): contents contents"), "{summary}");
     assert!(summary.contains("- result of run_tests (ok): passed passed"), "{summary}");
     assert!(!summary.contains("- result of run_tests (ok): contents"), "{summary}");

@@ -164,7 +164,7 @@ fn message<'a>(s: &mut Scan<'a>, m: &mut Message<'a, ChatText<'a>>) -> Option<()
                     None
                 } else {
                     let mut c = Call::default();
-                    function(s, &mut c)?;
+                    function(s, &mut c, false)?;
                     Some(c)
                 };
             }
@@ -203,14 +203,14 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
                 seen.first(2)?;
                 if !s.null()? {
                     seen.first(8)?;
-                    function(s, &mut c)?;
+                    function(s, &mut c, false)?;
                 }
             }
             "custom" => {
                 seen.first(4)?;
                 if !s.null()? {
                     let mut tool = Call::default();
-                    custom_tool(s, &mut tool)?;
+                    function(s, &mut tool, true)?;
                     custom = Some(tool);
                 }
             }
@@ -225,41 +225,26 @@ fn call<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
     }
 }
 
-/// A custom tool call's `custom`: its `name` and free-form `input`, into the call.
-fn custom_tool<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
-    let mut seen = Seen::default();
-    s.object(5, |s, key| {
-        match key {
-            "name" => {
-                seen.first(1)?;
-                c.name = s.optional_str()?;
-            }
-            "input" => {
-                seen.first(2)?;
-                c.arguments = s.optional_str()?.map(Arguments::Input);
-            }
-            _ => s.skip(6)?,
-        }
-        Some(())
-    })
-}
-
 /// A call's `function` (or a message's `function_call`): its `name` and `arguments`,
-/// into the call.
-fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>) -> Option<()> {
+/// into the call; with `custom`, a custom tool call's `custom`: its `name` and
+/// free-form `input`.
+fn function<'a>(s: &mut Scan<'a>, c: &mut Call<'a>, custom: bool) -> Option<()> {
     let mut seen = Seen::default();
+    let arguments = if custom { "input" } else { "arguments" };
     s.object(5, |s, key| {
         match key {
             "name" => {
                 seen.first(1)?;
                 c.name = s.optional_str()?;
             }
-            "arguments" => {
+            _ if key == arguments => {
                 seen.first(2)?;
                 // Providers give a JSON string (the common case: decoded by the scanner,
-                // not parsed a second time), or an object.
+                // not parsed a second time), or an object; a custom tool's input is text.
                 c.arguments = if s.null()? {
                     None
+                } else if custom {
+                    Some(Arguments::Input(s.str()?))
                 } else if s.peek()? == b'"' {
                     Some(Arguments::Text(s.str()?))
                 } else {
