@@ -1,6 +1,6 @@
 //! Bad input: every kind gets exit 3 and one line naming file:line:column; nothing is written.
 
-use crate::support::{path_str, root, run, stderr, stdout, temp_file};
+use crate::support::{cmd, path_str, root, run, stderr, stdout, temp_file};
 
 fn bad(content: &[u8], expect: &str) {
     let (dir, path) = temp_file("bad.jsonl", content);
@@ -382,4 +382,52 @@ fn a_side_output_that_cannot_be_made_commits_no_other_output() {
         assert_eq!(std::fs::read(&prev).unwrap(), b"previous\n", "{args:?}: --out kept as it was");
         assert!(!firings.exists() && !folder.exists(), "{args:?}: no folder made");
     }
+}
+
+/// UTF-16 text (what Windows PowerShell's `>` writes) is named as such, with the
+/// conversion to UTF-8, in either byte order, with or without a byte-order mark; UTF-32's
+/// mark and a UTF-8 file are not taken for it.
+#[test]
+fn utf16_text_is_named_with_its_conversion() {
+    let utf16 = |big: bool, mark: bool| -> Vec<u8> {
+        let mut units: Vec<u16> = OK.encode_utf16().chain("\n".encode_utf16()).collect();
+        if mark {
+            units.insert(0, 0xFEFF);
+        }
+        units.iter().flat_map(|u| if big { u.to_be_bytes() } else { u.to_le_bytes() }).collect()
+    };
+    for (big, mark, order) in [
+        (false, true, "little-endian, with a byte-order mark"),
+        (true, true, "big-endian, with a byte-order mark"),
+        (false, false, "little-endian"),
+        (true, false, "big-endian"),
+    ] {
+        bad(
+            &utf16(big, mark),
+            &format!("bad.jsonl:1:1: this input is UTF-16 text ({order}), as Windows PowerShell's `>` writes it, and inputs are UTF-8: convert it first, for example `iconv -f UTF-16 -t UTF-8 "),
+        );
+    }
+    // On standard input, and inside gzip.
+    let o = cmd().args(["decide", "-"]).write_stdin(utf16(false, true)).output().unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("-:1:1: this input is UTF-16 text")
+            && stderr(&o).contains("`iconv -f UTF-16 -t UTF-8 FILE`"),
+        "{}",
+        stderr(&o)
+    );
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &utf16(false, true)).unwrap();
+    let (_d, path) = temp_file("s.jsonl.gz", &gz.finish().unwrap());
+    let o = run(&["decide", path_str(&path)]);
+    assert!(
+        stderr(&o).contains(&format!("`gzip -dc {} | iconv -f UTF-16 -t UTF-8`", path.display())),
+        "{}",
+        stderr(&o)
+    );
+    // UTF-32's mark is no UTF-16 (and no input either: its own message).
+    let mut utf32 = vec![0xFF, 0xFE, 0, 0];
+    utf32.extend(OK.chars().flat_map(|c| (c as u32).to_le_bytes()));
+    let (_d, path) = temp_file("u32.jsonl", &utf32);
+    assert!(!stderr(&run(&["decide", path_str(&path)])).contains("UTF-16"));
 }

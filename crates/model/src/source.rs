@@ -261,6 +261,20 @@ impl Read for Members {
     }
 }
 
+/// Whether a head is UTF-16 text, and in which byte order: a byte-order mark (not
+/// UTF-32's), or the first two characters ASCII with a NUL beside each (JSON text
+/// starts with ASCII, and UTF-8 JSON holds no NUL byte there).
+fn utf16(head: &[u8]) -> Option<&'static str> {
+    match head {
+        [0xFF, 0xFE, 0, 0, ..] | [0, 0, 0xFE, 0xFF, ..] => None,
+        [0xFF, 0xFE, ..] => Some("little-endian, with a byte-order mark"),
+        [0xFE, 0xFF, ..] => Some("big-endian, with a byte-order mark"),
+        [a, 0, b, 0, ..] if a.is_ascii() && b.is_ascii() && *a != 0 && *b != 0 => Some("little-endian"),
+        [0, a, 0, b, ..] if a.is_ascii() && b.is_ascii() && *a != 0 && *b != 0 => Some("big-endian"),
+        _ => None,
+    }
+}
+
 impl Opened {
     /// Opens a file (or a FIFO, or a device) and reads its head.
     pub fn file(path: &Path) -> Result<Opened> {
@@ -338,6 +352,22 @@ impl Opened {
                 1,
                 format!(
                     "this input is {what}, which is not read (gzip and zstd are): unpack it first, for example `{unpack} {shown}` piped in as `-`"
+                ),
+            ));
+        }
+        if let Some(order) = utf16(&head) {
+            let shown =
+                if name == Path::new("-") { "FILE".into() } else { crate::ui::escape(&name.display().to_string()) };
+            let convert = match compressed {
+                Some(c) => format!("{} -dc {shown} | iconv -f UTF-16 -t UTF-8", c.name()),
+                None => format!("iconv -f UTF-16 -t UTF-8 {shown}"),
+            };
+            return Err(Error::bad_line(
+                name,
+                1,
+                1,
+                format!(
+                    "this input is UTF-16 text ({order}), as Windows PowerShell's `>` writes it, and inputs are UTF-8: convert it first, for example `{convert}` piped in as `-`"
                 ),
             ));
         }
