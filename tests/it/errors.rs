@@ -431,3 +431,26 @@ fn utf16_text_is_named_with_its_conversion() {
     let (_d, path) = temp_file("u32.jsonl", &utf32);
     assert!(!stderr(&run(&["decide", path_str(&path)])).contains("UTF-16"));
 }
+
+/// `NaN`, `Infinity` and `-Infinity` (Python's `json.dumps` writes them for floats that
+/// are no number) are named at their own column, in records, rows and documents.
+#[test]
+fn python_non_numbers_are_named() {
+    let said =
+        |word: &str| format!("`{word}` is not JSON: Python's `json.dumps` writes it for a float that is no number");
+    for word in ["NaN", "Infinity", "-Infinity"] {
+        let line = OK.replace("\"hi\"}", &format!("\"hi\",\"score\":{word}}}"));
+        let column = line.find(word).unwrap() + 1;
+        bad(format!("{OK}\n{line}\n").as_bytes(), &format!("bad.jsonl:2:{column}: {}", said(word)));
+    }
+    let row = r#"{"messages":[{"role":"user","content":"a"}],"score":[1, NaN]}"#;
+    let o = cmd().args(["run", "-"]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr(&o).contains(&format!("-:1:{}: {}", row.find("NaN").unwrap() + 1, said("NaN"))), "{}", stderr(&o));
+    // Not where the text is inside a string, or another word.
+    for (line, message) in
+        [(OK.replace("\"hi\"", "\"\\qNaN\""), "invalid escape"), (OK.replace("\"hi\"", "Nope"), "expected value")]
+    {
+        bad(format!("{line}\n").as_bytes(), message);
+    }
+}

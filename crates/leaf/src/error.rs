@@ -293,6 +293,19 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
             return (line[..at].chars().count() + 1, said);
         }
     }
+    // Python's `json.dumps` writes a float that is no number as `NaN`, `Infinity` or
+    // `-Infinity` (unless `allow_nan=False`); no JSON parser reads them.
+    let start = if line[..cut].ends_with('-') { cut - 1 } else { cut };
+    let where_a_value = matches!(msg.as_str(), "expected value" | "invalid number");
+    if let Some(word) =
+        ["NaN", "Infinity", "-Infinity"].into_iter().find(|w| where_a_value && line[start..].starts_with(w))
+    {
+        let said = format!(
+            "`{word}` is not JSON: Python's `json.dumps` writes it for a float that is no number (write null, or pass \
+             allow_nan=False to find where)"
+        );
+        return (line[..start].chars().count() + 1, said);
+    }
     (line[..cut].chars().count() + 1, msg)
 }
 
