@@ -878,3 +878,21 @@ fn messages_encoded_twice_are_named_as_such() {
         cmd().args(["run", "-", "--input-format", "openai"]).write_stdin("{\"messages\": \"hi\"}\n").output().unwrap();
     assert!(stderr(&o).contains("-:1:1: expected an object with a \"messages\" array"), "{}", stderr(&o));
 }
+
+/// A row of Responses API items (no `role`, a `type`) is named as such.
+#[test]
+fn responses_api_items_in_a_row_are_named_as_such() {
+    let row = r#"{"messages":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call","call_id":"c1","name":"bash","arguments":"{}"}]}"#;
+    let o = cmd().args(["run", "-"]).write_stdin(format!("{row}\n")).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "-:1:1: message 1: expected a \"role\": this is an item of type \"function_call\" (the Responses API's shape)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let plain = r#"{"messages":[{"content":"hi"}]}"#;
+    let o = cmd().args(["run", "-"]).write_stdin(format!("{plain}\n")).output().unwrap();
+    assert!(stderr(&o).contains("-:1:1: message 0: expected a \"role\"\n"), "{}", stderr(&o));
+}

@@ -176,6 +176,7 @@ fn chat_line() -> impl Strategy<Value = String> {
             }
             if extra {
                 m["weight"] = serde_json::json!(0.5);
+                m["type"] = serde_json::json!("message");
             }
             m
         });

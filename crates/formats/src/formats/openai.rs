@@ -37,6 +37,9 @@ pub struct Message<'a, C> {
     pub function_call: Option<Call<'a>>,
     pub tool_call_id: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
+    /// A `type`, which chat messages do not have: it names what a message without a
+    /// `role` is instead (a Responses API item).
+    pub kind: Option<Cow<'a, str>>,
     /// The value of `usage`, kept even when `null` (it then counts as zeros).
     pub usage: Option<Cow<'a, Value>>,
 }
@@ -50,6 +53,7 @@ impl<C> Default for Message<'_, C> {
             function_call: None,
             tool_call_id: None,
             name: None,
+            kind: None,
             usage: None,
         }
     }
@@ -99,7 +103,13 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
     // ids: a `function` message answers the call before it).
     let mut pending: Option<Cow<'a, str>> = None;
     for (k, m) in line.messages.into_iter().enumerate() {
-        let role = m.role.as_deref().ok_or_else(|| format!("message {k}: expected a \"role\""))?;
+        let role = m.role.as_deref().ok_or_else(|| match &m.kind {
+            Some(kind) => format!(
+                "message {k}: expected a \"role\": this is an item of type {kind:?} (the Responses API's shape), and \
+                 this format reads chat messages"
+            ),
+            None => format!("message {k}: expected a \"role\""),
+        })?;
         if role == "function" {
             let call_id = pending.take().unwrap_or(Cow::Borrowed(""));
             let name = names.get(&call_id).cloned().or(m.name);
@@ -280,6 +290,7 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
             function_call: m.get("function_call").filter(|f| f.is_object()).map(function),
             tool_call_id: text(m, "tool_call_id"),
             name: text(m, "name"),
+            kind: text(m, "type"),
             usage: m.get("usage").map(Cow::Borrowed),
         })
         .collect();

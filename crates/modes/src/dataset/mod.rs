@@ -500,7 +500,7 @@ fn extracted<C>(line: &crate::formats::openai::Line<'_, C>, text: impl Fn(&C) ->
             let function_call =
                 m.function_call.as_ref().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}));
             json!({"role": m.role, "content": m.content.as_ref().map(&text), "tool_calls": calls,
-                "function_call": function_call, "tool_call_id": m.tool_call_id, "name": m.name, "usage": m.usage})
+                "function_call": function_call, "type": m.kind, "tool_call_id": m.tool_call_id, "name": m.name, "usage": m.usage})
         })
         .collect();
     json!({"messages": messages, "usage": line.usage})

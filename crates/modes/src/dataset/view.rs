@@ -176,6 +176,10 @@ fn message<'a>(s: &mut Scan<'a>, m: &mut Message<'a, ChatText<'a>>) -> Option<()
                 seen.first(16)?;
                 m.name = s.optional_str()?;
             }
+            "type" => {
+                seen.first(128)?;
+                m.kind = s.optional_str()?;
+            }
             "usage" => {
                 seen.first(32)?;
                 m.usage = Some(Cow::Owned(value(s, 3)?));
