@@ -34,7 +34,8 @@ pub struct Message<'a, C> {
     pub tool_calls: Option<Vec<Call<'a>>>,
     /// The one call of the function calling that came before `tool_calls` (an
     /// assistant's `function_call`, no id; answered by a `role: "function"` message).
-    pub function_call: Option<Call<'a>>,
+    /// Boxed: a message is moved whole, and this is rare.
+    pub function_call: Option<Box<Call<'a>>>,
     pub tool_call_id: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
     /// A `type`, which chat messages do not have: it names what a message without a
@@ -146,7 +147,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             turn += 1;
         }
         let mut listed = m.tool_calls.unwrap_or_default();
-        if let Some(mut c) = m.function_call {
+        if let Some(mut c) = m.function_call.map(|c| *c) {
             // `m<k>` is this message's item id: `function_call-m<k>` is no provider's id.
             let id: Cow<'a, str> = Cow::Owned(format!("function_call-m{k}"));
             pending = Some(id.clone());
@@ -287,7 +288,7 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
                     })
                     .collect()
             }),
-            function_call: m.get("function_call").filter(|f| f.is_object()).map(function),
+            function_call: m.get("function_call").filter(|f| f.is_object()).map(|f| Box::new(function(f))),
             tool_call_id: text(m, "tool_call_id"),
             name: text(m, "name"),
             kind: text(m, "type"),

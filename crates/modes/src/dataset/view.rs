@@ -163,7 +163,7 @@ fn message<'a>(s: &mut Scan<'a>, m: &mut Message<'a, ChatText<'a>>) -> Option<()
                 m.function_call = if s.null()? {
                     None
                 } else {
-                    let mut c = Call::default();
+                    let mut c = Box::<Call>::default();
                     function(s, &mut c, false)?;
                     Some(c)
                 };
