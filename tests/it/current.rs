@@ -330,3 +330,32 @@ fn a_check_in_an_and_chain_counts_and_one_piped_into_another_command_says_so() {
         "Check status: pass (`cargo test` failing runs `true`, whose exit code this is, not the check's)"
     );
 }
+
+/// A session run on Windows (Claude Code and Codex run there natively): its working
+/// directory and file paths are `C:\…` with backslashes. The re-anchor lists the file in
+/// the workspace as `src/parser.rs`, the same as on Linux, and the allowed-path glob
+/// `src/**` matches it (it was listed as the whole Windows path, "outside allowed
+/// paths"). Letters of either case and either separator are the same path there.
+#[test]
+fn a_session_run_on_windows_gets_workspace_paths_in_its_reanchor() {
+    let case = crate::support::root().join("testdata/cases/claude-code-compact-boundary-agent-runner/input.jsonl");
+    let linux = std::fs::read_to_string(&case).unwrap();
+    let args = ["--runtime", "agent-runner", "--max-total-tokens", "400000", "--allow", "src/**", "--emit", "reanchor"];
+    let reanchor = |text: &str| {
+        let (_d, path) = temp_file("s.jsonl", text.as_bytes());
+        let o = run(&[&["run", path_str(&path)][..], &args[..]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let want = reanchor(&linux);
+    assert!(want.contains("Changed files (most recent first):\n- src/parser.rs\n"), "{want}");
+    for (cwd, file) in [
+        (r"C:\\Users\\dev\\proj", r"C:\\Users\\dev\\proj\\src\\parser.rs"),
+        (r"C:\\Users\\dev\\proj", r"c:/users/dev/PROJ/src/parser.rs"),
+        (r"\\\\srv\\share\\proj", r"\\\\srv\\share\\proj\\src\\parser.rs"),
+    ] {
+        let windows = linux.replace("/home/dev/proj/src/parser.rs", file).replace("/home/dev/proj", cwd);
+        assert_ne!(windows, linux);
+        assert_eq!(reanchor(&windows), want, "{cwd} {file}");
+    }
+}

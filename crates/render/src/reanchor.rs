@@ -152,18 +152,49 @@ fn may_hold_headers(literal: &str) -> bool {
     }) || memchr::memmem::find(b, b"\\u").is_some()
 }
 
-/// `./a` is `a`; an absolute path under the workspace root becomes relative.
-pub fn normalise<'p>(path: &'p str, root: Option<&str>) -> &'p str {
-    let mut p = path.trim();
-    if let Some(root) = root.map(|r| r.trim_end_matches('/')).filter(|r| !r.is_empty()) {
-        if let Some(rest) = p.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
-            p = rest;
+/// `./a` is `a`; an absolute path under the workspace root becomes relative. Under a
+/// Windows root (`C:\repo`, `C:/repo`, `\\server\share`: Claude Code and Codex run on
+/// Windows too) a path is matched with either separator and letters of either case, as
+/// Windows does, and one in the workspace is written with `/` (`src/main.rs`), as the
+/// allowed-path globs and the other sessions' paths are.
+pub fn normalise<'p>(path: &'p str, root: Option<&str>) -> Cow<'p, str> {
+    let p = path.trim();
+    let root = root.map(|r| r.trim_end_matches(['/', '\\'])).filter(|r| !r.is_empty());
+    if let Some(root) = root.filter(|r| is_windows_path(r)) {
+        let inside = under_windows_root(p, root).or_else(|| (!is_windows_path(p)).then_some(p));
+        if let Some(rest) = inside.filter(|r| r.contains('\\')) {
+            return Cow::Owned(dot_slashes(&rest.replace('\\', "/")).to_string());
         }
+        return Cow::Borrowed(dot_slashes(inside.unwrap_or(p)));
     }
+    let rest = root.and_then(|root| p.strip_prefix(root)).and_then(|r| r.strip_prefix('/'));
+    Cow::Borrowed(dot_slashes(rest.unwrap_or(p)))
+}
+
+/// A path without its leading `./` (`././a` is `a`).
+fn dot_slashes(mut p: &str) -> &str {
     while let Some(rest) = p.strip_prefix("./") {
         p = rest.trim_start_matches('/');
     }
     p
+}
+
+/// A Windows absolute path: a drive (`C:\`, `C:/`, `C:` alone) or a UNC share (`\\`).
+fn is_windows_path(p: &str) -> bool {
+    let b = p.as_bytes();
+    let drive =
+        b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b.get(2), None | Some(b'\\' | b'/'));
+    drive || p.starts_with("\\\\")
+}
+
+/// What follows `root` in `p` when `p` is under it, compared as Windows does: `\` and
+/// `/` alike, letters of either case alike.
+fn under_windows_root<'p>(p: &'p str, root: &str) -> Option<&'p str> {
+    let same = |a: u8, b: u8| a.eq_ignore_ascii_case(&b) || (matches!(a, b'\\' | b'/') && matches!(b, b'\\' | b'/'));
+    let (pb, rb) = (p.as_bytes(), root.as_bytes());
+    let matched = pb.len() > rb.len() && pb.iter().zip(rb).all(|(&a, &b)| same(a, b));
+    // Only ASCII bytes differ when matched, so the cut is at a character's boundary.
+    matched.then(|| &p[rb.len()..]).and_then(|r| r.strip_prefix(['\\', '/']))
 }
 
 /// Distinct paths with the moment each was last seen, newest first on output.
@@ -174,14 +205,14 @@ struct Recency {
 }
 
 impl Recency {
-    fn touch<'p>(&mut self, paths: impl Iterator<Item = &'p str>) {
+    fn touch<'p>(&mut self, paths: impl Iterator<Item = Cow<'p, str>>) {
         for p in paths {
             self.clock += 1;
             // A path seen before (most are) is looked up, not copied again.
-            match self.last_seen.get_mut(p) {
+            match self.last_seen.get_mut(p.as_ref()) {
                 Some(seen) => *seen = self.clock,
                 None => {
-                    self.last_seen.insert(p.to_string(), self.clock);
+                    self.last_seen.insert(p.into_owned(), self.clock);
                 }
             }
         }
@@ -591,6 +622,18 @@ mod tests {
             ("/other/x.rs", Some("/w"), "/other/x.rs"),
             ("  a.rs ", None, "a.rs"),
             ("a.rs", Some(""), "a.rs"),
+            // Windows: either separator, letters of either case; the path in the
+            // workspace written with `/`.
+            (r"C:\Users\dev\proj\src\parser.rs", Some(r"C:\Users\dev\proj"), "src/parser.rs"),
+            (r"c:/users/DEV/proj/src/a.rs", Some(r"C:\Users\dev\proj\"), "src/a.rs"),
+            (r"C:\Users\dev\project\a.rs", Some(r"C:\Users\dev\proj"), r"C:\Users\dev\project\a.rs"),
+            (r"D:\other\a.rs", Some(r"C:\proj"), r"D:\other\a.rs"),
+            (r".\src\b.rs", Some(r"C:\proj"), "src/b.rs"),
+            (r"C:\a.rs", Some("C:"), "a.rs"),
+            (r"\\srv\share\w\x.rs", Some(r"\\srv\share\w"), "x.rs"),
+            ("C:/proj/é/ü.rs", Some("C:/proj"), "é/ü.rs"),
+            // A POSIX root leaves backslashes as they are (a file name may hold one).
+            (r"/w/a\b.rs", Some("/w"), r"a\b.rs"),
         ] {
             assert_eq!(normalise(path, root), want, "{path} under {root:?}");
         }
