@@ -896,3 +896,29 @@ fn responses_api_items_in_a_row_are_named_as_such() {
     let o = cmd().args(["run", "-"]).write_stdin(format!("{plain}\n")).output().unwrap();
     assert!(stderr(&o).contains("-:1:1: message 0: expected a \"role\"\n"), "{}", stderr(&o));
 }
+
+/// A check run through Windows PowerShell (`powershell.exe -NoProfile -Command …`, how a
+/// Windows session's shell calls look) is the check: the re-anchor says it passed.
+#[test]
+fn a_check_run_through_powershell_is_the_check() {
+    use serde_json::json;
+    let mut m = vec![json!({"role": "system", "content": "s"}), json!({"role": "user", "content": "Fix it"})];
+    for i in 0..8 {
+        let script = if i == 7 { "cargo test" } else { r"Get-Content src\a.rs" };
+        let args = json!({"command": ["powershell.exe", "-NoProfile", "-Command", script]}).to_string();
+        m.push(json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("c{i}"), "type": "function", "function": {"name": "shell", "arguments": args}}]}));
+        m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "out\n".repeat(200)}));
+    }
+    m.push(json!({"role": "assistant", "content": "done"}));
+    let row = json!({ "messages": m });
+    let o = cmd()
+        .args(["run", "-", "--max-total-tokens", "3000", "--verify", "cargo test"])
+        .write_stdin(format!("{row}\n"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reanchor = injected_text(&out, "rivumi-reanchor");
+    assert!(reanchor.contains("\nCheck status: pass (`cargo test`)\n"), "{reanchor}");
+}

@@ -246,18 +246,48 @@ fn command_text(raw: &Value) -> Option<String> {
 }
 
 /// The command a shell is asked to run (`bash -lc '…'` and the like, the shell named by
-/// its path too: Codex prints `/bin/bash -lc …`), or `cmd` itself.
+/// its path too: Codex prints `/bin/bash -lc …`; on Windows `powershell.exe -NoProfile
+/// -Command …`, `pwsh -c …`, `cmd /c …`), or `cmd` itself.
 fn unwrap_shell(cmd: &str) -> &str {
     let (first, rest) = cmd.split_once(' ').unwrap_or((cmd, ""));
-    if !matches!(first.rsplit('/').next(), Some("bash" | "sh" | "zsh")) {
-        return cmd;
-    }
-    let rest = rest.trim_start();
-    let Some(rest) = rest.strip_prefix("-lc ").or_else(|| rest.strip_prefix("-c ")) else { return cmd };
-    let rest = rest.trim();
+    let name = first.rsplit(['/', '\\']).next().unwrap_or(first).to_ascii_lowercase();
+    let script = match name.trim_end_matches(".exe") {
+        "bash" | "sh" | "zsh" => {
+            let rest = rest.trim_start();
+            rest.strip_prefix("-lc ").or_else(|| rest.strip_prefix("-c "))
+        }
+        "powershell" | "pwsh" => powershell_script(rest),
+        "cmd" => {
+            let rest = rest.trim_start();
+            ["/c ", "/C ", "/s /c ", "/S /C ", "/d /c ", "/D /C "].iter().find_map(|flag| rest.strip_prefix(flag))
+        }
+        _ => None,
+    };
+    let Some(rest) = script.map(str::trim) else { return cmd };
     let unquoted =
         ['"', '\''].iter().find_map(|q| rest.strip_prefix(*q).and_then(|r| r.strip_suffix(*q))).unwrap_or(rest);
     unquoted.trim()
+}
+
+/// What follows PowerShell's `-Command` (or `-c`) after its other switches
+/// (`-NoProfile`, `-NoLogo`, `-ExecutionPolicy Bypass` …); `None` without one.
+fn powershell_script(mut rest: &str) -> Option<&str> {
+    loop {
+        rest = rest.trim_start();
+        let (word, after) = rest.split_once(' ').unwrap_or((rest, ""));
+        let switch = word.to_ascii_lowercase();
+        if switch == "-command" || switch == "-c" {
+            return Some(after);
+        }
+        if !switch.starts_with('-') || after.is_empty() {
+            return None;
+        }
+        rest = after;
+        if matches!(switch.as_str(), "-executionpolicy" | "-ep" | "-ex" | "-windowstyle" | "-w") {
+            // A switch that takes a value: the value is skipped too.
+            rest = rest.trim_start().split_once(' ').map_or("", |(_, a)| a);
+        }
+    }
 }
 
 /// Whether a shell command runs the check `verify`: it starts with it, or one command of
@@ -649,6 +679,22 @@ mod tests {
             (json!({"command": "/usr/bin/zsh -c 'make check'"}), Some("make check")),
             (json!({"command": "/opt/mybash -lc 'make'"}), Some("/opt/mybash -lc 'make'")),
             (json!({"command": "sh -c 'npm test'"}), Some("npm test")),
+            // Windows: PowerShell after its switches, `cmd /c`, named by path or not.
+            (json!({"command": ["powershell.exe", "-NoProfile", "-Command", "cargo test"]}), Some("cargo test")),
+            (json!({"command": "pwsh -NoLogo -ExecutionPolicy Bypass -c \"npm test\""}), Some("npm test")),
+            (
+                json!({"command": [r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe", "-Command", "pytest -q"]}),
+                Some("pytest -q"),
+            ),
+            (json!({"command": "cmd /c \"make check\""}), Some("make check")),
+            (json!({"command": "CMD.EXE /C dir"}), Some("dir")),
+            (
+                json!({"command": [r"C:\Program Files\Git\bin\bash.exe", "-lc", "make"]}),
+                Some(r"C:\Program Files\Git\bin\bash.exe -lc make"),
+            ),
+            (json!({"command": "powershell.exe Get-ChildItem"}), Some("powershell.exe Get-ChildItem")),
+            (json!({"command": "pwsh -NoProfile"}), Some("pwsh -NoProfile")),
+            (json!({"command": r"C:\msys64\usr\bin\bash.exe -lc 'make'"}), Some("make")),
             (json!(["ls", "-la"]), Some("ls -la")),
             (json!({"command": 5}), None),
             (json!({"path": "x"}), None),
