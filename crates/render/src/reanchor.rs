@@ -250,18 +250,27 @@ fn command_text(raw: &Value) -> Option<String> {
 /// -Command …`, `pwsh -c …`, `cmd /c …`), or `cmd` itself.
 fn unwrap_shell(cmd: &str) -> &str {
     let (first, rest) = cmd.split_once(' ').unwrap_or((cmd, ""));
-    let name = first.rsplit(['/', '\\']).next().unwrap_or(first).to_ascii_lowercase();
-    let script = match name.trim_end_matches(".exe") {
-        "bash" | "sh" | "zsh" => {
-            let rest = rest.trim_start();
-            rest.strip_prefix("-lc ").or_else(|| rest.strip_prefix("-c "))
+    // The program's name, without its folder or `.exe`, in any case (no allocation: this
+    // runs for every shell call of a session).
+    let name = first.rsplit(['/', '\\']).next().unwrap_or(first);
+    let name = name.len().checked_sub(4).filter(|&n| name.is_char_boundary(n)).map_or(name, |n| {
+        if name[n..].eq_ignore_ascii_case(".exe") {
+            &name[..n]
+        } else {
+            name
         }
-        "powershell" | "pwsh" => powershell_script(rest),
-        "cmd" => {
-            let rest = rest.trim_start();
-            ["/c ", "/C ", "/s /c ", "/S /C ", "/d /c ", "/D /C "].iter().find_map(|flag| rest.strip_prefix(flag))
-        }
-        _ => None,
+    });
+    let is = |names: &[&str]| names.iter().any(|n| name.eq_ignore_ascii_case(n));
+    let script = if is(&["bash", "sh", "zsh"]) {
+        let rest = rest.trim_start();
+        rest.strip_prefix("-lc ").or_else(|| rest.strip_prefix("-c "))
+    } else if is(&["powershell", "pwsh"]) {
+        powershell_script(rest)
+    } else if is(&["cmd"]) {
+        let rest = rest.trim_start();
+        ["/c ", "/C ", "/s /c ", "/S /C ", "/d /c ", "/D /C "].iter().find_map(|flag| rest.strip_prefix(flag))
+    } else {
+        None
     };
     let Some(rest) = script.map(str::trim) else { return cmd };
     let unquoted =
@@ -275,15 +284,15 @@ fn powershell_script(mut rest: &str) -> Option<&str> {
     loop {
         rest = rest.trim_start();
         let (word, after) = rest.split_once(' ').unwrap_or((rest, ""));
-        let switch = word.to_ascii_lowercase();
-        if switch == "-command" || switch == "-c" {
+        let is = |names: &[&str]| names.iter().any(|n| word.eq_ignore_ascii_case(n));
+        if is(&["-command", "-c"]) {
             return Some(after);
         }
-        if !switch.starts_with('-') || after.is_empty() {
+        if !word.starts_with('-') || after.is_empty() {
             return None;
         }
         rest = after;
-        if matches!(switch.as_str(), "-executionpolicy" | "-ep" | "-ex" | "-windowstyle" | "-w") {
+        if is(&["-executionpolicy", "-ep", "-ex", "-windowstyle", "-w"]) {
             // A switch that takes a value: the value is skipped too.
             rest = rest.trim_start().split_once(' ').map_or("", |(_, a)| a);
         }
