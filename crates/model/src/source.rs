@@ -261,6 +261,15 @@ impl Read for Members {
     }
 }
 
+/// An input's name as a command to run on it shows it: `FILE` for standard input.
+fn shown_in_command(name: &Path) -> String {
+    if name == Path::new("-") {
+        "FILE".into()
+    } else {
+        crate::ui::escape(&name.display().to_string())
+    }
+}
+
 /// Whether a head is UTF-16 text, and in which byte order: a byte-order mark (not
 /// UTF-32's), or the first two characters ASCII with a NUL beside each (JSON text
 /// starts with ASCII, and UTF-8 JSON holds no NUL byte there).
@@ -344,8 +353,7 @@ impl Opened {
             size = None;
         };
         if let Some((what, unpack)) = Compression::unread(&head) {
-            let shown =
-                if name == Path::new("-") { "FILE".into() } else { crate::ui::escape(&name.display().to_string()) };
+            let shown = shown_in_command(name);
             return Err(Error::bad_line(
                 name,
                 1,
@@ -356,8 +364,7 @@ impl Opened {
             ));
         }
         if let Some(order) = utf16(&head) {
-            let shown =
-                if name == Path::new("-") { "FILE".into() } else { crate::ui::escape(&name.display().to_string()) };
+            let shown = shown_in_command(name);
             let convert = match compressed {
                 Some(c) => format!("{} -dc {shown} | iconv -f UTF-16 -t UTF-8", c.name()),
                 None => format!("iconv -f UTF-16 -t UTF-8 {shown}"),
