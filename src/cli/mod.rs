@@ -364,7 +364,8 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub trigger_limit: Option<NonZeroU64>,
     /// Agent runner: keep the newest items that fit in N tokens with the head and the injected
-    /// records, and compact any transcript larger than N [fallback.target_tokens]
+    /// records, and compact any context (the items after the latest compaction) larger than N
+    /// [fallback.target_tokens]
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub target_tokens: Option<NonZeroU64>,
     /// What the agent runner injects: summary, reminder, reanchor; repeatable (the flags

@@ -103,3 +103,60 @@ fn the_readme_lists_the_exit_codes_the_tool_has() {
     let help = stdout(&run(&["--help"]));
     assert!(help.contains("Exit codes:") && help.contains("128+N"), "{help}");
 }
+
+/// A transcript whose first part an earlier compaction took out: `old` items of 8,000
+/// bytes before the `compaction_completed` event, `new` items of 800 bytes after it.
+fn compacted_before(old: usize, new: usize) -> (String, u64) {
+    let mut lines = Vec::new();
+    let item = |i: usize, bytes: usize| {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        serde_json::json!({"type": "message", "id": format!("m{i}"), "turn": format!("t{}", i / 2), "role": role,
+            "content": format!("{i:04} {}", "x".repeat(bytes - 5))})
+    };
+    for i in 0..old {
+        lines.push(item(i, 8000));
+    }
+    lines.push(serde_json::json!({"type": "event", "name": "compaction_requested", "id": "compaction-1"}));
+    lines.push(serde_json::json!({"type": "event", "name": "compaction_completed", "id": "compaction-1"}));
+    for i in old..old + new {
+        lines.push(item(i, 800));
+    }
+    (crate::support::jsonl(&lines), (new * 200) as u64)
+}
+
+#[test]
+fn a_size_to_fit_measures_the_context_not_what_an_earlier_compaction_took_out() {
+    // 20 items of 2,000 tokens are out of the context; the 12 after the compaction come
+    // to 2,400 tokens.
+    let (text, context) = compacted_before(20, 12);
+    let (_dir, input) = temp_file("t.jsonl", text.as_bytes());
+    let input = path_str(&input);
+    let fit = |target: &str| {
+        let args = ["run", input, "--runtime", "agent-runner", "--target-tokens", target];
+        let o = run(&[&args[..], &["--emit", "decision"]].concat());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let journal = stdout(&run(&[&args[..], &["--emit", "journal"]].concat()));
+        (d, journal, stdout(&run(&args)))
+    };
+    // The context is within the target: nothing to do, whatever the whole file comes to.
+    let (d, _, out) = fit("5000");
+    assert_eq!(d["action"], "none", "{d}");
+    assert_eq!(out, text, "a context within the target is left as it is");
+    // Over the target: the figures are the context's, and the target is reached.
+    let (d, journal, out) = fit("1500");
+    assert_eq!(d["action"], "history_fallback", "{d}");
+    assert_eq!(d["fit"]["before"], context, "{d}");
+    let after = d["fit"]["after"].as_u64().unwrap();
+    assert!(after <= 1500 && d["fit"]["reached"] == true, "{d}");
+    let applied = journal.lines().find(|l| l.contains("history_fallback_applied")).expect(&journal);
+    let applied: serde_json::Value = serde_json::from_str(applied).unwrap();
+    assert_eq!(applied["tokens_before"], context, "{applied}");
+    // What the compaction took out is still there, byte for byte.
+    assert!(out.starts_with(text.split("compaction_completed").next().unwrap()));
+    // A target the context cannot reach says what the context comes to.
+    let o = run(&["decide", input, "--runtime", "agent-runner", "--target-tokens", "10"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let why = stdout(&o);
+    assert!(why.contains(&format!("the context after the latest compaction comes to {context} tokens")), "{why}");
+}

@@ -48,9 +48,10 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
             p.plan.journal.push(Entry::PressureReminderInjected { used: fig.tokens, limit: l });
         }
     }
-    // A size to fit: a transcript larger than it is compacted whatever its usage.
+    // A size to fit: a context larger than it is compacted whatever its usage. What an
+    // earlier compaction took out is not in the next request and is not counted.
     let target = cfg.fallback.target_tokens;
-    let before: u64 = est.iter().sum();
+    let before = super::context_estimate(t, est);
     let over_target = target.is_some_and(|n| before > n);
     if fired || opts.manual || over_target {
         let reanchor = || {
@@ -92,7 +93,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
                         ReasonCode::InjectionsLeftOut,
                         format!("the pressure reminder and the re-anchor block are left out: with them the transcript cannot come to {} tokens", target.unwrap_or(0)),
                     )),
-                    Fitted::Least(least) => p.plan.decision.reasons.push(unreachable(before, least, target.unwrap_or(0))),
+                    Fitted::Least(least) => p.plan.decision.reasons.push(unreachable(t, before, least, target.unwrap_or(0))),
                     Fitted::Within => {}
                 }
                 apply(&mut p, t, cfg, est, summary, reanchor);
@@ -101,7 +102,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
                 p.plan.decision.fit = Some(FitFigures { target: n, before, after: before, reached: false });
                 p.plan.decision.reasons.push(why);
                 if !p.plan.decision.reasons.iter().any(|r| r.code == ReasonCode::TargetUnreachable) {
-                    p.plan.decision.reasons.push(unreachable(before, before, n));
+                    p.plan.decision.reasons.push(unreachable(t, before, before, n));
                 }
             }
             (_, Err(why)) => p.plan.decision.reasons.push(why),
@@ -148,13 +149,14 @@ fn fit_fallback(
     Ok((least, Fitted::Least(size)))
 }
 
-/// The reason a size to fit is out of reach: the transcript's size and the least it can
+/// The reason a size to fit is out of reach: the context's size and the least it can
 /// come to.
-fn unreachable(before: u64, least: u64, target: u64) -> Reason {
+fn unreachable(t: &Transcript<'_>, before: u64, least: u64, target: u64) -> Reason {
+    let what = if super::context_start(t) > 0 { "the context after the latest compaction" } else { "the transcript" };
     Reason::new(
         ReasonCode::TargetUnreachable,
         format!(
-            "the transcript comes to {before} tokens and the least it can come to (the protected head and the summary's header) is {least}, over the target of {target}"
+            "{what} comes to {before} tokens and the least it can come to (the protected head and the summary's header) is {least}, over the target of {target}"
         ),
     )
 }

@@ -172,7 +172,7 @@ pub struct Decision {
     pub reanchor_injected: bool,
     pub reasons: Vec<Reason>,
     /// Under a size to fit (`fallback.target_tokens`): the target and the estimate of
-    /// the transcript before and after.
+    /// the current context (from the latest compaction or checkpoint on) before and after.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitFigures>,
 }
@@ -184,7 +184,7 @@ pub struct FitFigures {
     pub target: u64,
     pub before: u64,
     pub after: u64,
-    /// Whether the transcript comes to the target or less.
+    /// Whether the current context comes to the target or less.
     pub reached: bool,
 }
 

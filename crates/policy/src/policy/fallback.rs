@@ -19,8 +19,8 @@ pub(super) struct Summary {
     pub text: String,
     /// The journal's `history_fallback_applied` event.
     pub event: Entry,
-    /// The estimate of the transcript after the summary took the place of the removed
-    /// items (what is appended with it not counted).
+    /// The estimate of the current context after the summary took the place of the
+    /// removed items (what is appended with it not counted).
     pub after: u64,
 }
 
@@ -76,7 +76,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
         ));
     }
     let text = fitted.unwrap_or_else(|| summary_text(t, eligible, cfg));
-    let before: u64 = est.iter().sum();
+    let before = super::context_estimate(t, est);
     let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
     let summary = tokens::count_text(&text, cfg.tokenizer);
     // Under a size to fit, a compaction that would not shrink the transcript is none.
