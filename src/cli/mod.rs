@@ -258,12 +258,15 @@ pub struct CheckArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// Write each actual output that differs beside its expected file as NAME.new, for review
+    /// (NAME.removed beside an expected file the run no longer produces)
     #[arg(long, conflicts_with_all = ["bless", "accept", "accept_file"])]
     pub pending: bool,
-    /// Turn the pending NAME.new files of the cases (all, or those named) into expected files
+    /// Turn the pending NAME.new files of the cases (all, or those named) into expected files,
+    /// and remove the expected files marked NAME.removed
     #[arg(long, conflicts_with_all = ["bless", "accept_file"])]
     pub accept: bool,
-    /// Turn one pending file into its expected file (PATH is either of them); repeatable
+    /// Turn one pending file into its expected file, or carry out one removal (PATH is either
+    /// of them); repeatable
     #[arg(long, value_name = "PATH", conflicts_with = "bless")]
     pub accept_file: Vec<PathBuf>,
     /// Write the expected files from this run (atomically) and say what changed: accept everything

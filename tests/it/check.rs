@@ -448,3 +448,72 @@ fn a_case_reads_nothing_out_of_the_checked_folder_whatever_the_path() {
     let stray: Vec<_> = std::fs::read_dir(outside.path().join("stray")).unwrap().collect();
     assert_eq!(stray.len(), std::fs::read_dir(case.as_path()).unwrap().count() - 1, "a file was written outside DIR");
 }
+
+#[test]
+fn an_output_the_run_no_longer_produces_is_reviewed_and_removed_like_the_others() {
+    let dir = cases();
+    let d = path_str(dir.path());
+    let case = dir.path().join("fallback-applied");
+    let summary = std::fs::read(case.join("summary.md")).unwrap();
+    let reanchor = std::fs::read(case.join("reanchor.md")).unwrap();
+    // A budget the transcript stays below: no fallback, so no summary.md or reanchor.md.
+    std::fs::write(case.join("config.json"), r#"{"task":{"max_total_tokens":100000000}}"#).unwrap();
+    // --pending marks the files the run no longer produces, beside the .new files.
+    let o = run(&["check", d, "--pending", "fallback-applied"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("NAME.removed where the run no longer produces NAME"), "{}", stdout(&o));
+    let note = std::fs::read_to_string(case.join("summary.md.removed")).unwrap();
+    assert!(note.contains("no longer produces summary.md"), "{note}");
+    assert!(case.join("reanchor.md.removed").exists() && case.join("decision.json.new").exists());
+    assert_eq!(std::fs::read(case.join("summary.md")).unwrap(), summary, "nothing removed before review");
+    // A plain check offers the removal for review and says --accept, never --bless.
+    let o = run(&["check", d, "fallback-applied"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o)
+            .contains("fallback-applied/summary.md.removed: pending review: the run no longer produces summary.md"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains("--bless") && stdout(&o).contains("--accept"), "{}", stdout(&o));
+    // --accept-file takes the mark, and --accept the rest: the loop ends on a clean check.
+    let o = run(&["check", d, "--accept-file", path_str(&case.join("summary.md.removed"))]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("summary.md: accepted (removed: the run no longer produces it)"), "{}", stdout(&o));
+    assert!(!case.join("summary.md").exists() && !case.join("summary.md.removed").exists());
+    let o = run(&["check", d, "--accept", "fallback-applied"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("fallback-applied/reanchor.md: accepted (removed)"), "{}", stdout(&o));
+    let o = run(&["check", d, "fallback-applied"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let left: Vec<_> = std::fs::read_dir(&case).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!left.iter().any(|f| f.to_string_lossy().ends_with(".removed") || f.to_string_lossy().ends_with(".new")));
+    // A mark is stale once the case produces the file again: a plain check drops it,
+    // and --accept refuses one that the case contradicts (nothing removed).
+    std::fs::remove_file(case.join("config.json")).unwrap();
+    std::fs::write(case.join("summary.md"), &summary).unwrap();
+    std::fs::write(case.join("reanchor.md"), &reanchor).unwrap();
+    std::fs::write(case.join("summary.md.removed"), "x").unwrap();
+    let o = run(&["check", d, "fallback-applied"]);
+    assert!(stdout(&o).contains("summary.md.removed: note: removed, stale"), "{}", stdout(&o));
+    assert!(!case.join("summary.md.removed").exists());
+    std::fs::write(case.join("summary.md"), b"an older summary\n").unwrap();
+    std::fs::write(case.join("summary.md.removed"), "x").unwrap();
+    let o = run(&["check", d, "--accept", "fallback-applied"]);
+    assert_ne!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("summary.md.removed: stale: the case produces this file again"), "{}", stdout(&o));
+    assert_eq!(std::fs::read(case.join("summary.md")).unwrap(), b"an older summary\n");
+    // --bless removes a mark with the file it names.
+    std::fs::write(case.join("config.json"), r#"{"task":{"max_total_tokens":100000000}}"#).unwrap();
+    std::fs::write(case.join("reanchor.md"), "x").unwrap();
+    std::fs::write(case.join("reanchor.md.removed"), "x").unwrap();
+    assert_eq!(run(&["check", d, "--bless", "fallback-applied"]).status.code(), Some(0));
+    assert!(!case.join("reanchor.md").exists() && !case.join("reanchor.md.removed").exists());
+    // A mark is never followed through a link.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("t"), "mine").unwrap();
+    std::fs::write(case.join("reanchor.md"), "x").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("t"), case.join("reanchor.md.removed")).unwrap();
+    assert_eq!(run(&["check", d, "--pending", "fallback-applied"]).status.code(), Some(3));
+    assert_eq!(std::fs::read_to_string(outside.path().join("t")).unwrap(), "mine");
+}

@@ -1,8 +1,10 @@
 //! `check`: golden-file regression, as pleasant as `cargo insta`. Every case folder
 //! under DIR is run again and its outputs compared with the expected files; a
 //! difference is shown as a unified diff whose changed JSONL lines have their changed
-//! fields marked; `--pending` writes what differs beside it as `NAME.new` for review,
-//! `--accept` turns pending files into expected ones, `--bless` accepts everything.
+//! fields marked; `--pending` writes what differs beside it as `NAME.new` for review (and
+//! `NAME.removed` beside an expected file the run no longer produces), `--accept` turns
+//! pending files into expected ones (and removes what is marked removed), `--bless`
+//! accepts everything.
 //!
 //! A case folder holds one input (`input.jsonl`, `input.traj` or `input.json`, any of
 //! them compressed: `.gz`, `.zst`), an optional `config.json`, an optional `args` file
@@ -41,13 +43,23 @@ use std::path::{Path, PathBuf};
 /// What a pending file is called: the expected file's name and this.
 pub const PENDING: &str = ".new";
 
+/// What a pending removal is called: the name of an expected file the run no longer
+/// produces, and this. `--accept` removes the expected file and the marker together.
+pub const PENDING_REMOVAL: &str = ".removed";
+
+/// Whether a file name is an output name, or a pending output or removal of one.
+pub(super) fn is_output_or_pending(outputs: &[&str], f: &str) -> bool {
+    outputs.iter().any(|o| *o == f || f.strip_suffix(PENDING) == Some(o) || f.strip_suffix(PENDING_REMOVAL) == Some(o))
+}
+
 /// What `check` does with what it finds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Compare, report, exit 1 on a difference (or a pending file left to review).
     #[default]
     Check,
-    /// Compare, and write each actual output that differs beside it as `NAME.new`.
+    /// Compare, and write each actual output that differs beside it as `NAME.new` (an
+    /// expected file the run no longer produces: `NAME.removed`).
     Pending,
     /// Turn the pending files of the selected cases (or these files) into expected ones.
     Accept(Vec<PathBuf>),
@@ -107,8 +119,8 @@ pub struct CaseReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_line: Option<usize>,
     pub files: Vec<FileReport>,
-    /// Pending `.new` files dropped as stale: what the case produces no longer matches
-    /// them (it produces the expected file again, or something else since).
+    /// Pending `.new` and `.removed` files dropped as stale: what the case produces no
+    /// longer matches them (it produces the expected file again, or something else since).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
     /// Files in the case folder that are neither inputs nor output names (ignored).
@@ -123,7 +135,8 @@ pub struct FileReport {
     pub path: String,
     /// `changed`, `missing` (the run produces it, no expected file), `extra` (an
     /// expected file the run no longer produces), `pending` (a `.new` file waits for
-    /// review); with `--pending`, `--accept` or `--bless`, what was written.
+    /// review), `pending_removal` (a `.removed` file does); with `--pending`, `--accept` or `--bless`, what was written
+    /// (`removed`: an expected file the run no longer produces was removed).
     pub status: &'static str,
     /// The 1-based line of the expected file where the first difference is.
     pub line: usize,
@@ -236,7 +249,7 @@ fn status_of(files: &[FileReport], mode: &Mode) -> &'static str {
         Mode::Bless => "blessed",
         Mode::Accept(_) => "accepted",
         Mode::Pending if files.iter().all(|f| f.status == "accepted") => "ok",
-        Mode::Check if files.iter().all(|f| f.status == "pending") => "pending",
+        Mode::Check if files.iter().all(|f| matches!(f.status, "pending" | "pending_removal")) => "pending",
         _ => "differ",
     }
 }

@@ -1,7 +1,7 @@
 //! Reporters: the text people read, GitHub annotations, JUnit XML.
 
 use super::diff::write_diff;
-use super::{CaseReport, CheckOptions, Mode, PENDING};
+use super::{CaseReport, CheckOptions, Mode, PENDING, PENDING_REMOVAL};
 use std::io::Write;
 use std::path::Path;
 
@@ -39,11 +39,17 @@ pub(super) fn write_case_text(w: &mut dyn Write, r: &CaseReport, color: bool) {
             ("pending", _) => {
                 let _ = writeln!(w, "{name}/{file}{PENDING}: pending review (accept it with check --accept)");
             }
+            ("pending_removal", _) => {
+                let _ = writeln!(
+                    w,
+                    "{name}/{file}{PENDING_REMOVAL}: pending review: the run no longer produces {file} (accept its removal with check --accept)"
+                );
+            }
             ("accepted", _) => {
                 let _ = writeln!(w, "{name}/{file}: accepted");
             }
             (written, _) => {
-                let _ = writeln!(w, "{name}/{file}: blessed ({written})");
+                let _ = writeln!(w, "{name}/{file}: {} ({written})", r.status);
             }
         }
     }
@@ -75,26 +81,21 @@ pub(super) fn write_totals(w: &mut dyn Write, dir: &Path, reports: &[CaseReport]
         words.extend(opts.cases.iter().map(|c| shell_word(c)));
         words.join(" ")
     };
-    // What is left once the pending files are written: differences no `.new` file can
-    // hold (an expected file the run no longer produces) need --bless, not --pending.
-    let unwritten = reports.iter().flat_map(|r| &r.files).filter(|f| matches!(f.status, "changed" | "missing")).count();
-    let extra = reports.iter().flat_map(|r| &r.files).filter(|f| f.status == "extra").count();
+    // Differences not yet written for review: every kind can be (an expected file the
+    // run no longer produces as a pending removal).
+    let unwritten =
+        reports.iter().flat_map(|r| &r.files).filter(|f| matches!(f.status, "changed" | "missing" | "extra")).count();
     if differing > 0 && opts.mode == Mode::Pending {
         let _ = writeln!(
             w,
-            "the actual outputs are written beside them as NAME{PENDING}; to accept them, run: {}",
+            "the actual outputs are written beside them as NAME{PENDING} (NAME{PENDING_REMOVAL} where the run no longer produces NAME); to accept them, run: {}",
             again("--accept")
         );
     } else if unwritten > 0 {
         let _ = writeln!(w, "to review them as NAME{PENDING} files, run: {}", again("--pending"));
         let _ = writeln!(w, "to accept the actual outputs as expected, run: {}", again("--bless"));
-    } else if pending > 0 || differing > 0 {
-        if pending > 0 {
-            let _ = writeln!(w, "pending files wait for review; to accept them, run: {}", again("--accept"));
-        }
-        if extra > 0 {
-            let _ = writeln!(w, "expected files the run no longer produces go with: {}", again("--bless"));
-        }
+    } else if pending > 0 {
+        let _ = writeln!(w, "pending files wait for review; to accept them, run: {}", again("--accept"));
     }
 }
 
@@ -118,6 +119,7 @@ pub(super) fn write_github(w: &mut dyn Write, dir: &Path, reports: &[CaseReport]
                 "missing" => "is missing: the run produces it",
                 "extra" => "is no longer produced by the run",
                 "pending" => "has a pending .new file to review",
+                "pending_removal" => "has a pending .removed file to review (the run no longer produces it)",
                 _ => continue,
             };
             let _ = writeln!(

@@ -2,13 +2,14 @@
 
 use super::report::shown;
 use super::run::{exists, read_bounded, Case};
-use super::{CaseSettings, CheckOptions, PENDING};
+use super::{CaseSettings, CheckOptions, PENDING, PENDING_REMOVAL};
 use crate::error::{Error, Exit, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// `--accept-file PATH…`: each names an expected file or its pending file; its case is
-/// run again, and the pending file accepted only while it is what the case produces.
+/// `--accept-file PATH…`: each names an expected file or its pending file (`NAME.new`, or
+/// `NAME.removed`); its case is run again, and the pending file accepted only while it is
+/// what the case produces (a removal: while the case does not produce the file).
 pub(super) fn accept_files(
     paths: &[PathBuf],
     real_dir: &Path,
@@ -18,13 +19,19 @@ pub(super) fn accept_files(
 ) -> Result<Exit> {
     for p in paths {
         let name = p.to_string_lossy();
-        let (pending, expected) = match name.strip_suffix(PENDING) {
-            Some(e) => (p.clone(), PathBuf::from(e)),
-            None => (PathBuf::from(format!("{name}{PENDING}")), p.clone()),
+        let expected = match name.strip_suffix(PENDING).or_else(|| name.strip_suffix(PENDING_REMOVAL)) {
+            Some(e) => PathBuf::from(e),
+            None => p.clone(),
         };
-        if !exists(&pending) {
+        let with = |suffix: &str| {
+            let mut s = expected.clone().into_os_string();
+            s.push(suffix);
+            PathBuf::from(s)
+        };
+        let pending = with(PENDING);
+        if !exists(&pending) && !exists(&with(PENDING_REMOVAL)) {
             return Err(Error::Usage(format!(
-                "{}: no pending file to accept",
+                "{}: no pending file to accept ({PENDING} or {PENDING_REMOVAL})",
                 crate::ui::escape(&pending.display().to_string())
             )));
         }
@@ -34,7 +41,8 @@ pub(super) fn accept_files(
         let (kind, actual) = case.run(parse_args, opts.allow_case_commands)?;
         let (accepted, dropped) = case.accept_only(kind, &actual, Some(&file))?;
         for f in accepted {
-            let _ = writeln!(w, "{}: accepted", crate::ui::escape(&f.path));
+            let how = if f.status == "removed" { " (removed: the run no longer produces it)" } else { "" };
+            let _ = writeln!(w, "{}: accepted{how}", crate::ui::escape(&f.path));
         }
         for d in dropped {
             let _ = writeln!(

@@ -5,7 +5,7 @@ use super::args::{args_lines, config_value};
 use super::diff::{first_difference, unified_diff};
 use super::report::shown;
 use super::review::{accept_one, writable};
-use super::{CaseSettings, CheckOptions, FileReport, Mode, Outputs, PENDING};
+use super::{is_output_or_pending, CaseSettings, CheckOptions, FileReport, Mode, Outputs, PENDING, PENDING_REMOVAL};
 use crate::engine::{self, Settings};
 use crate::error::{Error, Result};
 use crate::output::{self, Output};
@@ -228,6 +228,16 @@ impl Case<'_> {
                 dropped.push(pending_name.clone());
             }
             let waiting = waiting.filter(|w| Some(w) == produced && expected.as_ref() != produced);
+            // So is a pending removal once the case produces the file again (or there is
+            // nothing left to remove).
+            let removal_name = format!("{file}{PENDING_REMOVAL}");
+            let removal = self.dir.join(&removal_name);
+            let mut marked = self.read(&removal_name, SMALL_FILE)?.is_some();
+            if marked && (produced.is_some() || expected.is_none()) {
+                self.drop_pending(&removal)?;
+                dropped.push(removal_name.clone());
+                marked = false;
+            }
             if expected.as_ref() == produced {
                 continue;
             }
@@ -246,22 +256,30 @@ impl Case<'_> {
                         None => std::fs::remove_file(&path),
                     }
                     .map_err(|e| Error::write(&path, e))?;
-                    if exists(&pending) {
-                        std::fs::remove_file(&pending).map_err(|e| Error::write(&pending, e))?;
+                    for p in [&pending, &removal] {
+                        if exists(p) {
+                            std::fs::remove_file(p).map_err(|e| Error::write(p, e))?;
+                        }
                     }
                     files.push(report(status, line, None));
                     continue;
                 }
                 Mode::Pending => {
-                    if let Some(bytes) = produced {
-                        writable(&pending, self.real_dir)
-                            .map_err(|why| Error::Failed(format!("{pending_name}: not written: {why}")))?;
-                        output::write_atomic(&pending, |w| w.write_all(bytes))
-                            .map_err(|e| Error::write(&pending, e))?;
-                    }
+                    // What differs is written for review: the output, or the mark that
+                    // the run no longer produces the expected file.
+                    let note;
+                    let (to, name, bytes) = match produced {
+                        Some(bytes) => (&pending, &pending_name, &bytes[..]),
+                        None => {
+                            note = removal_note(file);
+                            (&removal, &removal_name, note.as_bytes())
+                        }
+                    };
+                    writable(to, self.real_dir).map_err(|why| Error::Failed(format!("{name}: not written: {why}")))?;
+                    output::write_atomic(to, |w| w.write_all(bytes)).map_err(|e| Error::write(to, e))?;
                 }
-                Mode::Check if waiting.is_some() => {
-                    files.push(report("pending", line, None));
+                Mode::Check if waiting.is_some() || marked => {
+                    files.push(report(if marked { "pending_removal" } else { "pending" }, line, None));
                     continue;
                 }
                 _ => {}
@@ -303,10 +321,13 @@ impl Case<'_> {
         let limit = crate::source::max_input_bytes();
         let (mut files, mut dropped) = (Vec::new(), Vec::new());
         for file in kind.outputs().into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
+            let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
+            if let Some(report) = self.accept_removal(file, produced, &mut dropped)? {
+                files.push(report);
+            }
             let pending_name = format!("{file}{PENDING}");
             let pending = self.dir.join(&pending_name);
             let Some(waiting) = self.read(&pending_name, limit)? else { continue };
-            let produced = actual.iter().find(|(f, _)| *f == file).map(|(_, b)| b);
             let expected = self.read(file, limit)?;
             if expected.as_ref() == produced {
                 self.drop_pending(&pending)?;
@@ -325,6 +346,41 @@ impl Case<'_> {
         Ok((files, dropped))
     }
 
+    /// A pending removal of `file` accepted: the expected file and its mark removed, when
+    /// the case still does not produce it; dropped when there is nothing to remove or the
+    /// case produces the expected file again; refused when it produces something else.
+    fn accept_removal(
+        &self,
+        file: &str,
+        produced: Option<&Vec<u8>>,
+        dropped: &mut Vec<String>,
+    ) -> Result<Option<FileReport>> {
+        let removal_name = format!("{file}{PENDING_REMOVAL}");
+        if self.read(&removal_name, SMALL_FILE)?.is_none() {
+            return Ok(None);
+        }
+        let (removal, path) = (self.dir.join(&removal_name), self.dir.join(file));
+        let expected = self.read(file, crate::source::max_input_bytes())?;
+        match (produced, expected) {
+            (None, Some(_)) => {
+                writable(&path, self.real_dir)
+                    .map_err(|why| Error::Failed(format!("{}: not removed: {why}", shown(&path))))?;
+                std::fs::remove_file(&path).map_err(|e| Error::write(&path, e))?;
+                self.drop_pending(&removal)?;
+                Ok(Some(FileReport { file: file.to_string(), path: shown(&path), status: "removed", line: 1, diff: None }))
+            }
+            (p, e) if p.is_none() || p == e.as_ref() => {
+                self.drop_pending(&removal)?;
+                dropped.push(removal_name);
+                Ok(None)
+            }
+            _ => Err(Error::Failed(format!(
+                "{}: stale: the case produces this file again; nothing accepted (run check --pending again, then read the new file)",
+                shown(&removal)
+            ))),
+        }
+    }
+
     /// Files of the case that are neither inputs, flags, outputs nor pending outputs.
     fn ignored(&self, kind: Kind) -> Vec<String> {
         let outputs = kind.outputs();
@@ -334,13 +390,20 @@ impl Case<'_> {
         ignored.retain(|f| {
             !is_input_name(f)
                 && !["config.json", "args"].contains(&f.as_str())
-                && !outputs.iter().any(|o| *o == f.as_str() || f.strip_suffix(PENDING) == Some(o))
+                && !is_output_or_pending(&outputs, f)
                 && std::fs::symlink_metadata(self.dir.join(f)).is_ok_and(|m| m.is_file())
                 && !f.starts_with('.')
         });
         ignored.sort();
         ignored
     }
+}
+
+/// What a pending removal holds: a note for whoever finds it.
+fn removal_note(file: &str) -> String {
+    format!(
+        "The case no longer produces {file}. `rivumi-compact check --accept` removes {file}, and this file with it.\n"
+    )
 }
 
 /// Whether a file name is a case's input (`input.jsonl`, `input.traj.gz`, …).
@@ -438,11 +501,8 @@ pub(super) fn inside(folder: &Path, real_dir: &Path) -> bool {
 /// a folder out of DIR is a case that fails, never walked.
 pub(super) fn find_cases(dir: &Path, real_dir: &Path) -> Result<Vec<PathBuf>> {
     let outputs = output_names();
-    let is_case_file = |f: &str| {
-        is_input_name(f)
-            || ["args", "config.json"].contains(&f)
-            || outputs.iter().any(|o| *o == f || f.strip_suffix(PENDING) == Some(o))
-    };
+    let is_case_file =
+        |f: &str| is_input_name(f) || ["args", "config.json"].contains(&f) || is_output_or_pending(&outputs, f);
     let mut cases = std::collections::BTreeSet::new();
     crate::walk::walk(dir, &mut |met| {
         let e = match met {
