@@ -51,3 +51,60 @@ fn golden_cases() {
         });
     });
 }
+
+/// No snapshot outlives what it pins: a golden case that was removed, or an output a
+/// case no longer writes, would leave a file no test reads (insta does not fail on it).
+#[test]
+fn every_snapshot_is_read_by_a_test() {
+    let sources: String = std::fs::read_dir(root().join("tests/it"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    let mut unread = Vec::new();
+    for e in std::fs::read_dir(root().join("snapshots")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".snap") else {
+            unread.push(format!("{name}: not a snapshot (a pending .snap.new is reviewed, then renamed or removed)"));
+            continue;
+        };
+        match stem.split_once('@') {
+            Some((file, case)) => {
+                let case = case.strip_suffix("__input.jsonl").unwrap_or(case);
+                let listing = root().join(format!("snapshots/outputs@{case}__input.jsonl.snap"));
+                let listed = std::fs::read_to_string(&listing).unwrap_or_default();
+                let body = listed.split("---").last().unwrap_or("");
+                if !root().join("testdata/cases").join(case).join("input.jsonl").exists() {
+                    unread.push(format!("{name}: no golden case {case}"));
+                } else if file != "outputs" && !body.lines().any(|l| l == file) {
+                    unread.push(format!("{name}: case {case} does not write {file}"));
+                }
+            }
+            None if sources.contains(&format!("\"{stem}\"")) => {}
+            // `realdata.rs` names one snapshot per file of ../shared/realdata/<agent>/.
+            None => match realdata_file(stem) {
+                Some(true) => {}
+                Some(false) => unread.push(format!("{name}: no file of ../shared/realdata gives {stem}")),
+                None => eprintln!("{name}: skipped: ../shared/realdata is absent, so its snapshots cannot be matched"),
+            },
+        }
+    }
+    assert!(unread.is_empty(), "snapshots no test reads:\n{}", unread.join("\n"));
+}
+
+/// Whether `realdata-<agent>-<file stem>` names a file of ../shared/realdata (`None`
+/// when that folder is absent: a user's clone).
+fn realdata_file(stem: &str) -> Option<bool> {
+    let data = root().join("../shared/realdata");
+    if !data.is_dir() {
+        return None;
+    }
+    let Some(rest) = stem.strip_prefix("realdata-") else { return Some(false) };
+    Some(["claude-code", "codex", "openhands", "swe-agent"].iter().any(|sub| {
+        rest.strip_prefix(sub).and_then(|r| r.strip_prefix('-')).is_some_and(|file| {
+            std::fs::read_dir(data.join(sub)).into_iter().flatten().flatten().any(|e| {
+                let p = e.path();
+                p.file_stem().is_some_and(|f| f.to_string_lossy() == file)
+            })
+        })
+    }))
+}

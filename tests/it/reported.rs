@@ -109,7 +109,7 @@ fn the_readme_lists_the_exit_codes_the_tool_has() {
 fn compacted_before(old: usize, new: usize) -> (String, u64) {
     let mut lines = Vec::new();
     let item = |i: usize, bytes: usize| {
-        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
         serde_json::json!({"type": "message", "id": format!("m{i}"), "turn": format!("t{}", i / 2), "role": role,
             "content": format!("{i:04} {}", "x".repeat(bytes - 5))})
     };

@@ -267,13 +267,10 @@ impl Case<'_> {
                 Mode::Pending => {
                     // What differs is written for review: the output, or the mark that
                     // the run no longer produces the expected file.
-                    let note;
+                    let note = if produced.is_none() { removal_note(file) } else { String::new() };
                     let (to, name, bytes) = match produced {
                         Some(bytes) => (&pending, &pending_name, &bytes[..]),
-                        None => {
-                            note = removal_note(file);
-                            (&removal, &removal_name, note.as_bytes())
-                        }
+                        None => (&removal, &removal_name, note.as_bytes()),
                     };
                     writable(to, self.real_dir).map_err(|why| Error::Failed(format!("{name}: not written: {why}")))?;
                     output::write_atomic(to, |w| w.write_all(bytes)).map_err(|e| Error::write(to, e))?;
