@@ -603,6 +603,19 @@ fn provenance_marks_every_dataset_row_and_is_refused_where_it_cannot_act() {
     let o = run(&["run", "testdata/cases/fallback-applied/input.jsonl", "--provenance"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("add --output-format openai"), "{}", stderr(&o));
+    // The closing line counts what the compaction did: a row it left as it was is
+    // unchanged, though it is written again with its provenance.
+    for budget in ["300", "100000000"] {
+        let closing = |extra: &[&str]| {
+            let o = run(&[&["run", DATA, "--max-total-tokens", budget][..], extra].concat());
+            stderr(&o).lines().last().unwrap_or_default().to_string()
+        };
+        let (plain, marked) = (closing(&[]), closing(&["--provenance"]));
+        assert_eq!(plain, marked, "--max-total-tokens {budget}");
+        if budget != "300" {
+            assert!(plain.contains(" 0 shortened, 0 changed but not shorter, "), "{plain}");
+        }
+    }
 }
 
 /// A pre-compact hook that fails fails for every row: the run stops at the first row it

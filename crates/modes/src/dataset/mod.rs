@@ -122,6 +122,9 @@ pub enum LineOutcome {
 pub enum Written {
     Changed,
     Unchanged,
+    /// Left as it was by the compaction, and written again with its provenance
+    /// (`--provenance`; the new line appended as for `Changed`).
+    Annotated,
     Bad(String),
 }
 
@@ -175,7 +178,7 @@ pub fn process_line_decided(
 ) -> Result<LineOutcome> {
     let mut out = String::new();
     Ok(match process_line_into(text, file, line_no, settings, decision, &mut out)? {
-        Written::Changed => LineOutcome::Changed(out),
+        Written::Changed | Written::Annotated => LineOutcome::Changed(out),
         Written::Unchanged => LineOutcome::Unchanged,
         Written::Bad(m) => LineOutcome::Bad(m),
     })
@@ -200,16 +203,17 @@ pub fn process_line_into(
     let mut prov = None;
     let written = process_row(text, file, line_no, settings, decision, out, &mut prov)?;
     let Some(prov) = prov else { return Ok(written) };
-    let row = match written {
-        Written::Changed => out.split_off(start),
+    let row = match &written {
+        Written::Changed | Written::Annotated => out.split_off(start),
         Written::Unchanged => text.to_string(),
-        Written::Bad(m) => return Ok(Written::Bad(m)),
+        Written::Bad(m) => return Ok(Written::Bad(m.clone())),
     };
     out.truncate(start);
     let mut v: Map<String, Value> = serde_json::from_str(&row).map_err(|e| Error::Failed(e.to_string()))?;
     v.insert(openhands::INJECTED_KEY.into(), prov);
     out.push_str(&Value::Object(v).to_string());
-    Ok(Written::Changed)
+    // A row the compaction left as it was is counted unchanged, whatever is added to it.
+    Ok(if written == Written::Changed { Written::Changed } else { Written::Annotated })
 }
 
 /// Where a row comes from and what was done to it (a chat line's provenance, with the

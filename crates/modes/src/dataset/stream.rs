@@ -441,14 +441,18 @@ impl Piece {
             if strip_terminator(raw).iter().all(u8::is_ascii_whitespace) {
                 self.blank += 1;
             }
-            if !matches!(outcome, Ok(Written::Changed)) {
+            if !matches!(outcome, Ok(Written::Changed | Written::Annotated)) {
                 self.bytes.truncate(start);
             }
             match outcome {
-                Ok(Written::Changed) => {
-                    self.changed += 1;
-                    let line = self.bytes.len() - start;
-                    self.shortened += usize::from(line < strip_terminator(raw).len());
+                Ok(written @ (Written::Changed | Written::Annotated)) => {
+                    // A row only annotated (`--provenance`) is written again but counted
+                    // unchanged: the compaction left it as it was.
+                    if written == Written::Changed {
+                        self.changed += 1;
+                        let line = self.bytes.len() - start;
+                        self.shortened += usize::from(line < strip_terminator(raw).len());
+                    }
                     // The line's own terminator.
                     self.bytes.push_str(match &raw[strip_terminator(raw).len()..] {
                         b"\r\n" => "\r\n",
