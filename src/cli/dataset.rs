@@ -64,6 +64,10 @@ fn run_with(
     let mut total = Counts::default();
     let mut failed = Vec::new();
     let mut reporter = Reporter { progress: Progress::new(None), rejects, rejects_failed: None };
+    // A flag that cannot act on the rows' path is said once, not lost with every row.
+    for warning in inputs.iter().flat_map(|i| settings.inert_for_rows(&i.path)) {
+        crate::ui::warn(&warning);
+    }
     for input in inputs {
         match stream_input(input, settings, out_dir, threads, w, &mut reporter, &mut total) {
             Ok(true) => {}

@@ -187,6 +187,16 @@ fn a_flag_that_cannot_act_on_the_path_says_which_flag_would() {
     assert!(err.contains("add --runtime agent-runner"), "{err}");
     let o = run(&["decide", RECORDS, "--max-total-tokens", "5000", "--runtime", "agent-runner"]);
     assert!(!stderr(&o).contains("does not act"), "{}", stderr(&o));
+    // A size to fit is the agent runner's: on the conversation path it is named, never
+    // silently left out of a run that then writes the transcript as it was.
+    let o = run(&["run", RECORDS, "--target-tokens", "100"]);
+    assert!(
+        stderr(&o).contains("fallback.target_tokens (--target-tokens) does not act on the conversation path this transcript takes; it acts on the agent-runner path: add --runtime agent-runner"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["run", RECORDS, "--target-tokens", "100", "--runtime", "agent-runner"]);
+    assert!(!stderr(&o).contains("does not act"), "{}", stderr(&o));
 }
 
 /// What Codex 0.171 writes for the commands and patches it runs: an exit code in an

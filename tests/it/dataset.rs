@@ -935,3 +935,16 @@ fn a_check_run_through_powershell_is_the_check() {
     let reanchor = injected_text(&out, "rivumi-reanchor");
     assert!(reanchor.contains("\nCheck status: pass (`cargo test`)\n"), "{reanchor}");
 }
+
+/// A flag that cannot act on the path the rows take is said once for the dataset, as it
+/// is for a transcript: each row's own warnings are not printed.
+#[test]
+fn a_flag_that_cannot_act_on_the_rows_is_said_once() {
+    for flag in ["--target-tokens", "--max-total-tokens"] {
+        let o = run(&["run", DATA, "--runtime", "conversation", flag, "100"]);
+        let said = stderr(&o).matches(&format!("({flag}) does not act on the conversation path")).count();
+        assert_eq!(said, 1, "{}", stderr(&o));
+        let o = run(&["run", DATA, flag, "100"]);
+        assert!(!stderr(&o).contains("does not act"), "{}", stderr(&o));
+    }
+}

@@ -120,7 +120,9 @@ impl Settings {
         };
         let (path, other) = (config.runtime.kind.as_str(), other.as_str());
         let keys: &[(&str, &str)] = match config.runtime.kind {
-            config::RuntimeKind::Conversation => &[("task.max_total_tokens", "--max-total-tokens")],
+            config::RuntimeKind::Conversation => {
+                &[("task.max_total_tokens", "--max-total-tokens"), ("fallback.target_tokens", "--target-tokens")]
+            }
             // The context window still shows in the agent runner's re-anchor block.
             config::RuntimeKind::AgentRunner => {
                 &[("runtime.native_compaction", "--native-compaction"), ("trigger.limit_tokens", "--trigger-limit")]
@@ -135,6 +137,12 @@ impl Settings {
                 )
             })
             .collect()
+    }
+
+    /// [`Settings::inert`] for a dataset, said once before its rows: the rows carry no
+    /// layer that chooses the path, so the flags and the config file decide it.
+    pub fn inert_for_rows(&self, name: &Path) -> Vec<String> {
+        self.inert(&self.layers.clone().build().config, name)
     }
 
     /// The commands these settings would run (hooks, summarizer), by key.
