@@ -51,7 +51,8 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
     // A size to fit: a context larger than it is compacted whatever its usage. What an
     // earlier compaction took out is not in the next request and is not counted.
     let target = cfg.fallback.target_tokens;
-    let before = super::context_estimate(t, est);
+    // Read only under a size to fit: without one, the records are not walked for it.
+    let before = if target.is_some() { super::context_estimate(t, est) } else { 0 };
     let over_target = target.is_some_and(|n| before > n);
     if fired || opts.manual || over_target {
         let reanchor = || {

@@ -45,7 +45,8 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
         ));
     }
     let f = &cfg.fallback;
-    let inputs = t.history_items(super::context_start(t));
+    let start = super::context_start(t);
+    let inputs = t.history_items(start);
     let (b, fitted) = match (f.target_tokens, fit_as) {
         (Some(target), Fit::Within { appended }) => fit(t, &inputs, cfg, est, appended, target).map_err(|least| {
             Reason::new(
@@ -76,7 +77,8 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
         ));
     }
     let text = fitted.unwrap_or_else(|| summary_text(t, eligible, cfg));
-    let before = super::context_estimate(t, est);
+    // The current context's estimate (what an earlier compaction took out not counted).
+    let before: u64 = est[start..].iter().sum();
     let removed: u64 = eligible.iter().map(|&i| est[i]).sum();
     let summary = tokens::count_text(&text, cfg.tokenizer);
     // Under a size to fit, a compaction that would not shrink the transcript is none.
