@@ -476,6 +476,12 @@ fn an_output_the_run_no_longer_produces_is_reviewed_and_removed_like_the_others(
         stdout(&o)
     );
     assert!(!stdout(&o).contains("--bless") && stdout(&o).contains("--accept"), "{}", stdout(&o));
+    // So do the annotations: what waits for review is accepted next, not written again.
+    let o = run(&["check", d, "fallback-applied", "--format", "github"]);
+    let annotations = stdout(&o);
+    let notes: Vec<&str> = annotations.lines().filter(|l| l.starts_with("::error")).collect();
+    assert!(notes.iter().any(|l| l.contains("summary.md has a pending .removed file to review")), "{notes:?}");
+    assert!(notes.len() == 5 && notes.iter().all(|l| l.contains("(rivumi-compact check --accept ")), "{notes:?}");
     // --accept-file takes the mark, and --accept the rest: the loop ends on a clean check.
     let o = run(&["check", d, "--accept-file", path_str(&case.join("summary.md.removed"))]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));

@@ -122,13 +122,15 @@ pub(super) fn write_github(w: &mut dyn Write, dir: &Path, reports: &[CaseReport]
                 "pending_removal" => "has a pending .removed file to review (the run no longer produces it)",
                 _ => continue,
             };
+            // What is written for review already is accepted next, never written again.
+            let next = if f.status.starts_with("pending") { "--accept" } else { "--pending" };
             let _ = writeln!(
                 w,
                 "::error file={},line={},title={}::{}",
                 gh_property(&f.path),
                 f.line,
                 gh_property("rivumi-compact check"),
-                gh_data(&format!("{}/{} {what} (rivumi-compact check --pending {})", r.name, f.file, shown(dir)))
+                gh_data(&format!("{}/{} {what} (rivumi-compact check {next} {})", r.name, f.file, shown(dir)))
             );
         }
     }
