@@ -942,7 +942,7 @@ fn a_check_run_through_powershell_is_the_check() {
 fn a_flag_that_cannot_act_on_the_rows_is_said_once() {
     for flag in ["--target-tokens", "--max-total-tokens"] {
         let o = run(&["run", DATA, "--runtime", "conversation", flag, "100"]);
-        let said = stderr(&o).matches(&format!("({flag}) does not act on the conversation path")).count();
+        let said = stderr(&o).matches(&format!("({flag}) does not act on the conversation path its rows take")).count();
         assert_eq!(said, 1, "{}", stderr(&o));
         let o = run(&["run", DATA, flag, "100"]);
         assert!(!stderr(&o).contains("does not act"), "{}", stderr(&o));

@@ -114,6 +114,17 @@ impl Settings {
     /// Keys the user set (`--config` or flags) that cannot act on the path this
     /// transcript takes, each with the flag that would make it act (SPEC 12).
     pub fn inert(&self, config: &Config, name: &Path) -> Vec<String> {
+        self.inert_on(config, name, "this transcript takes")
+    }
+
+    /// [`Settings::inert`] for a dataset, said once before its rows: the rows carry no
+    /// layer that chooses the path, so the flags and the config file decide it.
+    pub fn inert_for_rows(&self, name: &Path) -> Vec<String> {
+        self.inert_on(&self.layers.clone().build().config, name, "its rows take")
+    }
+
+    /// The keys that cannot act, `takes` saying what takes the path.
+    fn inert_on(&self, config: &Config, name: &Path, takes: &str) -> Vec<String> {
         let other = match config.runtime.kind {
             config::RuntimeKind::Conversation => config::RuntimeKind::AgentRunner,
             config::RuntimeKind::AgentRunner => config::RuntimeKind::Conversation,
@@ -132,17 +143,11 @@ impl Settings {
             .filter(|(k, _)| self.layers.sets(k))
             .map(|(k, f)| {
                 format!(
-                    "{}: {k} ({f}) does not act on the {path} path this transcript takes; it acts on the {other} path: add --runtime {other}",
+                    "{}: {k} ({f}) does not act on the {path} path {takes}; it acts on the {other} path: add --runtime {other}",
                     name.display()
                 )
             })
             .collect()
-    }
-
-    /// [`Settings::inert`] for a dataset, said once before its rows: the rows carry no
-    /// layer that chooses the path, so the flags and the config file decide it.
-    pub fn inert_for_rows(&self, name: &Path) -> Vec<String> {
-        self.inert(&self.layers.clone().build().config, name)
     }
 
     /// The commands these settings would run (hooks, summarizer), by key.
