@@ -135,8 +135,9 @@ pub struct FileReport {
     pub path: String,
     /// `changed`, `missing` (the run produces it, no expected file), `extra` (an
     /// expected file the run no longer produces), `pending` (a `.new` file waits for
-    /// review), `pending_removal` (a `.removed` file does); with `--pending`, `--accept` or `--bless`, what was written
-    /// (`removed`: an expected file the run no longer produces was removed).
+    /// review), `pending_removal` (a `.removed` file does); with `--pending`, `--accept`
+    /// or `--bless`, what was written (`removed`: an expected file the run no longer
+    /// produces was removed).
     pub status: &'static str,
     /// The 1-based line of the expected file where the first difference is.
     pub line: usize,

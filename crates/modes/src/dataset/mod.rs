@@ -203,17 +203,18 @@ pub fn process_line_into(
     let mut prov = None;
     let written = process_row(text, file, line_no, settings, decision, out, &mut prov)?;
     let Some(prov) = prov else { return Ok(written) };
-    let row = match &written {
+    let changed = written == Written::Changed;
+    let row = match written {
         Written::Changed | Written::Annotated => out.split_off(start),
         Written::Unchanged => text.to_string(),
-        Written::Bad(m) => return Ok(Written::Bad(m.clone())),
+        Written::Bad(m) => return Ok(Written::Bad(m)),
     };
     out.truncate(start);
     let mut v: Map<String, Value> = serde_json::from_str(&row).map_err(|e| Error::Failed(e.to_string()))?;
     v.insert(openhands::INJECTED_KEY.into(), prov);
     out.push_str(&Value::Object(v).to_string());
     // A row the compaction left as it was is counted unchanged, whatever is added to it.
-    Ok(if written == Written::Changed { Written::Changed } else { Written::Annotated })
+    Ok(if changed { Written::Changed } else { Written::Annotated })
 }
 
 /// Where a row comes from and what was done to it (a chat line's provenance, with the

@@ -51,8 +51,15 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
     // A size to fit: a context larger than it is compacted whatever its usage. What an
     // earlier compaction took out is not in the next request and is not counted.
     let target = cfg.fallback.target_tokens;
-    // Read only under a size to fit: without one, the records are not walked for it.
-    let before = if target.is_some() { super::context_estimate(t, est) } else { 0 };
+    // The context is measured only under a size to fit (finding its start walks the
+    // records); without one, neither figure is read.
+    let (start, before) = match target {
+        Some(_) => {
+            let start = super::context_start(t);
+            (start, est[start..].iter().sum())
+        }
+        None => (0, 0),
+    };
     let over_target = target.is_some_and(|n| before > n);
     if fired || opts.manual || over_target {
         let reanchor = || {
@@ -94,7 +101,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
                         ReasonCode::InjectionsLeftOut,
                         format!("the pressure reminder and the re-anchor block are left out: with them the transcript cannot come to {} tokens", target.unwrap_or(0)),
                     )),
-                    Fitted::Least(least) => p.plan.decision.reasons.push(unreachable(t, before, least, target.unwrap_or(0))),
+                    Fitted::Least(least) => p.plan.decision.reasons.push(unreachable(start > 0, before, least, target.unwrap_or(0))),
                     Fitted::Within => {}
                 }
                 apply(&mut p, t, cfg, est, summary, reanchor);
@@ -103,7 +110,7 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, opts: Options, est: &[u6
                 p.plan.decision.fit = Some(FitFigures { target: n, before, after: before, reached: false });
                 p.plan.decision.reasons.push(why);
                 if !p.plan.decision.reasons.iter().any(|r| r.code == ReasonCode::TargetUnreachable) {
-                    p.plan.decision.reasons.push(unreachable(t, before, before, n));
+                    p.plan.decision.reasons.push(unreachable(start > 0, before, before, n));
                 }
             }
             (_, Err(why)) => p.plan.decision.reasons.push(why),
@@ -150,10 +157,10 @@ fn fit_fallback(
     Ok((least, Fitted::Least(size)))
 }
 
-/// The reason a size to fit is out of reach: the context's size and the least it can
-/// come to.
-fn unreachable(t: &Transcript<'_>, before: u64, least: u64, target: u64) -> Reason {
-    let what = if super::context_start(t) > 0 { "the context after the latest compaction" } else { "the transcript" };
+/// The reason a size to fit is out of reach: the context's size (`compacted`: the
+/// context starts after an earlier compaction) and the least it can come to.
+fn unreachable(compacted: bool, before: u64, least: u64, target: u64) -> Reason {
+    let what = if compacted { "the context after the latest compaction" } else { "the transcript" };
     Reason::new(
         ReasonCode::TargetUnreachable,
         format!(

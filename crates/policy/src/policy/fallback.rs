@@ -48,14 +48,16 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
     let start = super::context_start(t);
     let inputs = t.history_items(start);
     let (b, fitted) = match (f.target_tokens, fit_as) {
-        (Some(target), Fit::Within { appended }) => fit(t, &inputs, cfg, est, appended, target).map_err(|least| {
-            Reason::new(
-                ReasonCode::TargetUnreachable,
-                format!(
+        (Some(target), Fit::Within { appended }) => {
+            fit(t, start, &inputs, cfg, est, appended, target).map_err(|least| {
+                Reason::new(
+                    ReasonCode::TargetUnreachable,
+                    format!(
                 "the protected head and the injected records alone come to {least} tokens, over the target of {target}"
             ),
-            )
-        })?,
+                )
+            })?
+        }
         (Some(_), Fit::Least) => {
             let b = boundary(t, &inputs, f.protect_first, 0);
             let eligible = &inputs[b.eligible()];
@@ -111,9 +113,11 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
 /// The boundary that keeps the newest history fitting in `target` tokens with the
 /// protected head, the records that are not history, the summary and `appended`; with
 /// the summary it needs. `Err`: the least the context can come to (the head and the
-/// injected records alone), when that passes the target.
+/// injected records alone), when that passes the target. `start`: the context's first
+/// item, `inputs` its history.
 fn fit(
     t: &Transcript<'_>,
+    start: usize,
     inputs: &[usize],
     cfg: &Config,
     est: &[u64],
@@ -126,7 +130,6 @@ fn fit(
         is_history[i] = true;
     }
     // What stays whatever the boundary: instructions, earlier injected records.
-    let start = super::context_start(t);
     let fixed: u64 = (start..t.items.len()).filter(|&i| !is_history[i]).map(|i| est[i]).sum::<u64>() + appended;
     // The context for a number of retained items asked for: the boundary (grown so that
     // no call is apart from its results), the summary bounded by the room left (its

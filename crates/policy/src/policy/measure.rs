@@ -50,13 +50,6 @@ impl CumulativeUsage {
     }
 }
 
-/// The estimate of the current context: its items from [`context_start`] on. What an
-/// earlier compaction took out is still in the transcript, but not in the next request,
-/// so a size to fit and the fallback's figures do not count it.
-pub fn context_estimate(t: &Transcript<'_>, est: &[u64]) -> u64 {
-    est[context_start(t)..].iter().sum()
-}
-
 /// The first item of the current context: after the latest `compaction_completed`
 /// event, or at the latest checkpoint message.
 pub fn context_start(t: &Transcript<'_>) -> usize {

@@ -27,9 +27,7 @@ pub use conversation::checkpoint_span;
 pub use decision::{Action, Decision, Denominator, FitFigures, PressurePath, Reason, ReasonCode, Trigger};
 pub use injected::{EventRecord, IdList, Injected, Message};
 pub use journal::{Entry, Event, HookOutcome, Journal};
-pub use measure::{
-    context_estimate, context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy,
-};
+pub use measure::{context_start, cumulative_usage, occupancy, reaches, CumulativeUsage, Figure, Occupancy};
 pub use steps::{steps, Step, Walk};
 
 use crate::config::{Config, RuntimeKind};
