@@ -948,3 +948,54 @@ fn a_flag_that_cannot_act_on_the_rows_is_said_once() {
         assert!(!stderr(&o).contains("does not act"), "{}", stderr(&o));
     }
 }
+
+/// What an assistant said instead of answering — a `refusal` beside the content, or a
+/// `{"type": "refusal"}` content block — is text the next request sends back, and
+/// counts as much as an answer; a model's reasoning (`reasoning_content`) is not sent
+/// back and does not count. Both stay in the row as they were written.
+#[test]
+fn a_refusal_counts_as_text_and_reasoning_does_not() {
+    use serde_json::json;
+    let refusal = "I can't help with that. ".repeat(250); // 6,000 bytes
+    let estimate = |assistant: serde_json::Value| {
+        let row = json!({"messages": [{"role": "user", "content": "abcd"}, assistant]});
+        let o = cmd().args(["stats", "-", "--json"]).write_stdin(format!("{row}\n")).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        stats["tokens_estimated"].as_u64().unwrap()
+    };
+    // 1 token for the user's 4 bytes, then ceil(bytes / 4) of the assistant's text.
+    let beside = json!({"role": "assistant", "content": null, "refusal": refusal});
+    assert_eq!(estimate(beside), 1 + 1500);
+    let block = json!({"role": "assistant", "content": [{"type": "refusal", "refusal": refusal}]});
+    assert_eq!(estimate(block), 1 + 1500);
+    // After the content's text, on a line of its own: 9 + 1 + 6,000 bytes.
+    let both = json!({"role": "assistant", "content": "123456789", "refusal": refusal});
+    assert_eq!(estimate(both), 1 + 1503);
+    let blocks = json!({"role": "assistant",
+        "content": [{"type": "text", "text": "123456789"}, {"refusal": refusal, "type": "refusal"}]});
+    assert_eq!(estimate(blocks), 1 + 1503);
+    let reasoning = json!({"role": "assistant", "content": "ok", "reasoning_content": "Let me think. ".repeat(3000)});
+    assert_eq!(estimate(reasoning), 1 + 1);
+    let none = json!({"role": "assistant", "content": "ok", "refusal": null});
+    assert_eq!(estimate(none.clone()), 1 + 1);
+    assert!(rivumi_compact::dataset::reads_through_view(&json!({"messages": [none]}).to_string()));
+
+    // Refusals early in a long task: counted, the budget is crossed, they are
+    // summarized by what they said, and the kept ones are written as they were.
+    let mut m = vec![json!({"role": "user", "content": "Fix the failing test"})];
+    for i in 0..6 {
+        m.push(json!({"role": "assistant", "content": null, "refusal": format!("Refusal {i}: {refusal}"),
+            "reasoning_content": "Thinking it over. ".repeat(400)}));
+        m.push(json!({"role": "user", "content": format!("Please try again ({i})")}));
+    }
+    m.push(json!({"role": "assistant", "content": [{"type": "refusal", "refusal": refusal}]}));
+    let row = json!({"messages": m});
+    assert!(!rivumi_compact::dataset::reads_through_view(&row.to_string()));
+    let out = compact_row(&row, "8000");
+    let summary = injected_text(&out, "rivumi-history_summary_fallback");
+    assert!(summary.contains("- assistant: Refusal 1: I can't help with that."), "{summary}");
+    let kept = out["messages"].as_array().unwrap();
+    let last = kept.iter().rev().find(|k| k["name"].is_null()).unwrap();
+    assert_eq!(last, m.last().unwrap(), "the last message is kept as it was");
+}

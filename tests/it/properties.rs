@@ -177,6 +177,10 @@ fn chat_line() -> impl Strategy<Value = String> {
             if extra {
                 m["weight"] = serde_json::json!(0.5);
                 m["type"] = serde_json::json!("message");
+                // No refusal (a refusal's text is left to the canonical path), and a
+                // reasoning, which is not text of the context.
+                m["refusal"] = serde_json::Value::Null;
+                m["reasoning_content"] = serde_json::json!("Let me think.");
             }
             m
         });

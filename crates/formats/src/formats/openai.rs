@@ -43,6 +43,10 @@ pub struct Message<'a, C> {
     pub kind: Option<Cow<'a, str>>,
     /// The value of `usage`, kept even when `null` (it then counts as zeros).
     pub usage: Option<Cow<'a, Value>>,
+    /// An assistant's `refusal` (what the model said instead of answering): text the
+    /// next request sends back, after the content's. The dataset view hands a message
+    /// that has one to the canonical path.
+    pub refusal: Option<Cow<'a, str>>,
 }
 
 impl<C> Default for Message<'_, C> {
@@ -56,6 +60,7 @@ impl<C> Default for Message<'_, C> {
             name: None,
             kind: None,
             usage: None,
+            refusal: None,
         }
     }
 }
@@ -91,6 +96,8 @@ pub struct Imported<'a, C> {
     pub kind: ItemKind<'a>,
     pub synthetic: Option<Mark<'a>>,
     pub content: Option<C>,
+    /// The message's `refusal`, text after the content's ([`content_text`]).
+    pub refusal: Option<Cow<'a, str>>,
 }
 
 /// The import rules, once for both extractors; the message each refusal names.
@@ -115,7 +122,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             let call_id = pending.take().unwrap_or(Cow::Borrowed(""));
             let name = names.get(&call_id).cloned().or(m.name);
             let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
-            out.push(Imported { turn, kind, synthetic: None, content: m.content });
+            out.push(Imported { turn, kind, synthetic: None, content: m.content, refusal: m.refusal });
             continue;
         }
         let role = match role {
@@ -136,7 +143,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             };
             let call_id = m.tool_call_id.unwrap_or(Cow::Borrowed(""));
             let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
-            out.push(Imported { turn, kind, synthetic: None, content: m.content });
+            out.push(Imported { turn, kind, synthetic: None, content: m.content, refusal: m.refusal });
             continue;
         };
         let synthetic = m.name.and_then(|n| match n {
@@ -177,7 +184,8 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             }
             None => None,
         };
-        out.push(Imported { turn, kind: ItemKind::Message { role, calls, usage }, synthetic, content: m.content });
+        let kind = ItemKind::Message { role, calls, usage };
+        out.push(Imported { turn, kind, synthetic, content: m.content, refusal: m.refusal });
     }
     Ok(out)
 }
@@ -293,9 +301,35 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
             name: text(m, "name"),
             kind: text(m, "type"),
             usage: m.get("usage").map(Cow::Borrowed),
+            refusal: text(m, "refusal"),
         })
         .collect();
     Ok(Line { messages, usage: line.get("usage").map(Cow::Borrowed) })
+}
+
+/// The text of a message (SPEC 1 "Estimated tokens"): its content's — a string, or the
+/// texts of its blocks joined by newlines: a block's `text`, or a refusal block's
+/// `refusal` (`{"type": "refusal", "refusal": …}`, what the model said instead of
+/// answering) — then the message's own `refusal`, on a line of its own after any text
+/// of the content. A model's reasoning (`reasoning_content`, `reasoning`) is not text
+/// of the context: providers do not send an earlier turn's reasoning back, as Claude
+/// Code does not resend thinking blocks; it stays in the row as written.
+pub fn content_text(content: Option<&Value>, refusal: Option<&str>) -> String {
+    fn block(b: &Value) -> Option<&str> {
+        match b.get("text") {
+            Some(t) => t.as_str(),
+            None if b.get("type").and_then(Value::as_str) == Some("refusal") => b.get("refusal")?.as_str(),
+            None => None,
+        }
+    }
+    let mut texts: Vec<&str> = match content {
+        Some(Value::String(s)) => vec![s],
+        Some(Value::Array(blocks)) => blocks.iter().filter_map(block).collect(),
+        Some(b @ Value::Object(_)) => block(b).into_iter().collect(),
+        _ => Vec::new(),
+    };
+    texts.extend(refusal);
+    texts.join("\n")
 }
 
 /// A content block of a call or its result in the Anthropic Messages API's shape
@@ -321,7 +355,7 @@ pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
     let mut out = Vec::new();
     for (k, item) in import(from_value(line)?)?.into_iter().enumerate() {
         let (id, turn) = (format!("m{k}"), format!("t{}", item.turn));
-        let content = json!(item.content.map_or_else(String::new, crate::transcript::text_of));
+        let content = json!(content_text(item.content, item.refusal.as_deref()));
         let rec: super::common::CanonicalRecord = match item.kind {
             ItemKind::ToolResult { call_id, name, .. } => {
                 super::common::tool_result(&id, &turn, &call_id, name.as_deref(), content, false).into()

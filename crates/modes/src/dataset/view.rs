@@ -184,6 +184,13 @@ fn message<'a>(s: &mut Scan<'a>, m: &mut Message<'a, ChatText<'a>>) -> Option<()
                 seen.first(32)?;
                 m.usage = Some(Cow::Owned(value(s, 3)?));
             }
+            // A refusal is text after the content's (`openai::content_text`): rare, and
+            // left to the canonical path.
+            "refusal" => {
+                if !s.null()? {
+                    return None;
+                }
+            }
             _ => s.skip(3)?,
         }
         Some(())
@@ -307,7 +314,9 @@ fn block(s: &mut Scan<'_>, depth: usize) -> Option<Option<u64>> {
             text = Some(s.string()?.len);
         } else if key == "type" && s.peek()? == b'"' {
             // A block the chat format does not have: the canonical path refuses the row.
-            if openai::is_foreign_block(&s.str()?) {
+            // A refusal block's text is its `refusal`: rare, and left to that path.
+            let kind = s.str()?;
+            if openai::is_foreign_block(&kind) || kind == "refusal" {
                 return None;
             }
         } else {
