@@ -101,6 +101,22 @@ def _config(config: Optional[Dict[str, Any]], keys: Dict[str, Any]) -> Tuple[str
     return _native.config_json(tree), profile, input_format
 
 
+# The warnings of a configuration whose keys cannot act, by (configuration, profile):
+# asked of the engine once, not at every call of a loop.
+_INERT: Dict[Tuple[str, Optional[str]], List[str]] = {}
+
+
+def _warn_inert(cfg: str, profile: Optional[str]) -> None:
+    """Warns of each key set that cannot act on the path the rows take, as the command
+    line says it once before the rows (``task.max_total_tokens`` under the conversation
+    runtime, ...)."""
+    said = _INERT.get((cfg, profile))
+    if said is None:
+        said = _INERT[(cfg, profile)] = _native.inert(cfg, profile)
+    for message in said:
+        warnings.warn(message, stacklevel=3)
+
+
 def compact(messages: List[Dict[str, Any]], config: Optional[Dict[str, Any]] = None, **keys: Any) -> Dict[str, Any]:
     """Compacts one conversation (a list of chat messages in the chat-completions shape).
 
@@ -115,6 +131,7 @@ def compact(messages: List[Dict[str, Any]], config: Optional[Dict[str, Any]] = N
     import json
 
     cfg, profile, _ = _config(config, keys)
+    _warn_inert(cfg, profile)
     # NaN and infinities are not JSON: refused here, by name, rather than as a bad value.
     out, decision = _native.compact(json.dumps(messages, ensure_ascii=False, allow_nan=False), cfg, profile)
     return {"messages": json.loads(out), "decision": json.loads(decision)}
@@ -145,6 +162,7 @@ def compact_lines(
         # Iterated, one line would be taken for a line per character.
         raise TypeError(f"lines is a list (or iterable) of lines, not one {type(lines).__name__}: pass [line]")
     cfg, profile, input_format = _config(config, keys)
+    _warn_inert(cfg, profile)
     out, bad, figures = _native.compact_lines(list(lines), cfg, profile, input_format)
     if bad and on_bad == "raise":
         raise BadLineError(*bad[0])
@@ -180,6 +198,7 @@ def compact_file(
     """
     _check_on_bad(on_bad)
     cfg, profile, input_format = _config(config, keys)
+    _warn_inert(cfg, profile)
     try:
         figures, bad, told = _native.compact_file(os.fspath(path), os.fspath(output), cfg, profile, input_format, on_bad)
     except _native.BadLine as e:
@@ -207,6 +226,7 @@ def iter_file(
     """
     _check_on_bad(on_bad)
     cfg, profile, input_format = _config(config, keys)
+    _warn_inert(cfg, profile)
     lines = _native.file_lines(os.fspath(path), cfg, profile, input_format, on_bad, binary)
     return _follow(lines, on_bad)
 
@@ -238,6 +258,7 @@ def dataset_map(
     cfg, profile, input_format = _config(config, keys)
     input_format = input_format or "openai"
     _native.check_config(cfg, profile, input_format)
+    _warn_inert(cfg, profile)
 
     def fn(batch: Dict[str, list]) -> Dict[str, list]:
         if column not in batch:

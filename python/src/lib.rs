@@ -322,6 +322,22 @@ fn check_config(config: &str, profile: Option<&str>, input_format: Option<&str>)
     settings(config, profile, input_format).map(drop)
 }
 
+/// The keys a configuration sets that cannot act on the path dataset rows take under
+/// it (the command line says them once before the rows), worded with the package's
+/// spelling of keys; none when every key set acts.
+#[pyfunction]
+#[pyo3(signature = (config, profile=None))]
+fn inert(config: &str, profile: Option<&str>) -> PyResult<Vec<String>> {
+    let s = settings(config, profile, None)?;
+    let said = |k: &rivumi_compact::engine::Inert| {
+        format!(
+            "{} does not act on the {} path the rows take; it acts on the {} path: add runtime__kind=\"{}\"",
+            k.key, k.path, k.other, k.other
+        )
+    };
+    Ok(s.inert_keys_for_rows().iter().map(said).collect())
+}
+
 /// What a bad line does in a file's stream.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum OnBad {
@@ -702,6 +718,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide, m)?)?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(inert, m)?)?;
     m.add_function(wrap_pyfunction!(config_json, m)?)?;
     m.add_function(wrap_pyfunction!(compact_file, m)?)?;
     m.add_function(wrap_pyfunction!(file_lines, m)?)?;

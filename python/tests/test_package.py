@@ -388,3 +388,39 @@ writer.join()
         pytest.fail(f"{call} held the GIL while it opened a named pipe that a Python thread feeds: it hung")
     assert done.returncode == 0, done.stderr.decode()
     assert out.read_bytes() == expected
+
+
+@pytest.mark.parametrize("call", ["compact", "compact_lines", "compact_file", "iter_file", "dataset_map"])
+def test_a_key_that_cannot_act_on_the_rows_path_is_said_as_the_cli_says_it(tmp_path, call):
+    """The command line says once, before the rows, that a budget cannot act on the
+    conversation path; every call of the package warns of it, naming the key and the
+    key that would make it act, and nothing else changes."""
+    line = rows(7)[6]
+    data = tmp_path / "d.jsonl"
+    data.write_text(line + "\n")
+    keys = {"task__max_total_tokens": 3000, "runtime__kind": "conversation", "fallback__target_tokens": 500}
+    calls = {
+        "compact": lambda: rc.compact(json.loads(line)["messages"], **keys),
+        "compact_lines": lambda: rc.compact_lines([line + "\n"], **keys),
+        "compact_file": lambda: rc.compact_file(data, tmp_path / "out.jsonl", **keys),
+        "iter_file": lambda: list(rc.iter_file(data, **keys)),
+        "dataset_map": lambda: rc.dataset_map(**keys),
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calls[call]()
+    said = [str(w.message) for w in caught]
+    assert said == [
+        'task.max_total_tokens does not act on the conversation path the rows take; '
+        'it acts on the agent-runner path: add runtime__kind="agent-runner"',
+        'fallback.target_tokens does not act on the conversation path the rows take; '
+        'it acts on the agent-runner path: add runtime__kind="agent-runner"',
+    ], said
+    assert all(w.filename == __file__ for w in caught), "the warning points at the caller"
+    cli_said = cli("run", str(data), "--runtime", "conversation", "--max-total-tokens", "3000").stderr.decode()
+    assert "task.max_total_tokens (--max-total-tokens) does not act on the conversation path its rows take" in cli_said
+    # On the agent runner both act: no warning.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc.compact_lines([line + "\n"], task__max_total_tokens=3000, fallback__target_tokens=500)
+    assert not caught, [str(w.message) for w in caught]

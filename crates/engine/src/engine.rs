@@ -114,39 +114,38 @@ impl Settings {
     /// Keys the user set (`--config` or flags) that cannot act on the path this
     /// transcript takes, each with the flag that would make it act (SPEC 12).
     pub fn inert(&self, config: &Config, name: &Path) -> Vec<String> {
-        self.inert_on(config, name, "this transcript takes")
+        self.inert_keys(config).iter().map(|k| k.said(name, "this transcript takes")).collect()
     }
 
     /// [`Settings::inert`] for a dataset, said once before its rows: the rows carry no
     /// layer that chooses the path, so the flags and the config file decide it.
     pub fn inert_for_rows(&self, name: &Path) -> Vec<String> {
-        self.inert_on(&self.layers.clone().build().config, name, "its rows take")
+        self.inert_keys_for_rows().iter().map(|k| k.said(name, "its rows take")).collect()
     }
 
-    /// The keys that cannot act, `takes` saying what takes the path.
-    fn inert_on(&self, config: &Config, name: &Path, takes: &str) -> Vec<String> {
-        let other = match config.runtime.kind {
-            config::RuntimeKind::Conversation => config::RuntimeKind::AgentRunner,
-            config::RuntimeKind::AgentRunner => config::RuntimeKind::Conversation,
-        };
-        let (path, other) = (config.runtime.kind.as_str(), other.as_str());
-        let keys: &[(&str, &str)] = match config.runtime.kind {
-            config::RuntimeKind::Conversation => {
-                &[("task.max_total_tokens", "--max-total-tokens"), ("fallback.target_tokens", "--target-tokens")]
-            }
+    /// The keys of [`Settings::inert_for_rows`], for a caller that words them itself
+    /// (the Python package names keys, not flags).
+    pub fn inert_keys_for_rows(&self) -> Vec<Inert> {
+        self.inert_keys(&self.layers.clone().build().config)
+    }
+
+    /// The keys set that cannot act on the path `config` chooses.
+    fn inert_keys(&self, config: &Config) -> Vec<Inert> {
+        use config::RuntimeKind::{AgentRunner, Conversation};
+        let (keys, other): (&[(&'static str, &'static str)], _) = match config.runtime.kind {
+            Conversation => (
+                &[("task.max_total_tokens", "--max-total-tokens"), ("fallback.target_tokens", "--target-tokens")],
+                AgentRunner,
+            ),
             // The context window still shows in the agent runner's re-anchor block.
-            config::RuntimeKind::AgentRunner => {
-                &[("runtime.native_compaction", "--native-compaction"), ("trigger.limit_tokens", "--trigger-limit")]
-            }
+            AgentRunner => (
+                &[("runtime.native_compaction", "--native-compaction"), ("trigger.limit_tokens", "--trigger-limit")],
+                Conversation,
+            ),
         };
         keys.iter()
             .filter(|(k, _)| self.layers.sets(k))
-            .map(|(k, f)| {
-                format!(
-                    "{}: {k} ({f}) does not act on the {path} path {takes}; it acts on the {other} path: add --runtime {other}",
-                    name.display()
-                )
-            })
+            .map(|&(key, flag)| Inert { key, flag, path: config.runtime.kind.as_str(), other: other.as_str() })
             .collect()
     }
 
@@ -505,5 +504,26 @@ mod tests {
         assert!(!marked(), "unmarked after");
         let panicked = std::panic::catch_unwind(|| as_last_work(|| panic!("work")));
         assert!(panicked.is_err() && !marked(), "unmarked after a panic");
+    }
+}
+
+/// A key the user set that cannot act on the path a transcript takes (SPEC 12): the
+/// key, its flag, that path and the other one, on which it would act.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inert {
+    pub key: &'static str,
+    pub flag: &'static str,
+    pub path: &'static str,
+    pub other: &'static str,
+}
+
+impl Inert {
+    /// The warning as the command line words it, `takes` saying what takes the path.
+    pub fn said(&self, name: &Path, takes: &str) -> String {
+        let Inert { key, flag, path, other } = self;
+        format!(
+            "{}: {key} ({flag}) does not act on the {path} path {takes}; it acts on the {other} path: add --runtime {other}",
+            name.display()
+        )
     }
 }
