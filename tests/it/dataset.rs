@@ -999,3 +999,30 @@ fn a_refusal_counts_as_text_and_reasoning_does_not() {
     let last = kept.iter().rev().find(|k| k["name"].is_null()).unwrap();
     assert_eq!(last, m.last().unwrap(), "the last message is kept as it was");
 }
+
+/// A row of another dataset shape is refused saying which shape it is, or which keys
+/// it has: a batch of them reads as what it is, not as bare "bad lines".
+#[test]
+fn a_row_of_another_dataset_shape_is_named_by_its_shape() {
+    let rows = [
+        (r#"{"conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}"#, "the ShareGPT shape"),
+        (r#"{"prompt":[{"role":"user","content":"hi"}],"completion":[{"role":"assistant","content":"yo"}]}"#,
+         "TRL's prompt-completion shape"),
+        (r#"{"prompt":"hi","chosen":[],"rejected":[]}"#, "a preference pair"),
+        (r#"{"instruction":"hi","input":"","output":"yo"}"#, "the Alpaca shape"),
+        (r#"{"input":[{"role":"user","content":"hi"}]}"#, "the Responses API's shape"),
+        (r#"{"text":"hi","id":7}"#, "this one has \"text\", \"id\""),
+        (r"{}", "this one is empty"),
+        (r#"{"messages":[{"role":"human","content":"hi"}]}"#,
+         "message 0: unknown role \"human\": the chat format's roles are system, developer, user, assistant, tool and function"),
+    ];
+    let data: String = rows.iter().map(|(r, _)| format!("{r}\n")).collect();
+    let o = cmd().args(["run", "-", "--input-format", "openai"]).write_stdin(data.clone()).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(stdout(&o), data, "every row echoed");
+    for (k, (_, said)) in rows.iter().enumerate() {
+        let line = stderr(&o).lines().find(|l| l.contains(&format!("-:{}:1: ", k + 1))).map(str::to_string);
+        let line = line.unwrap_or_else(|| panic!("row {} not named: {}", k + 1, stderr(&o)));
+        assert!(line.contains(said), "{line}");
+    }
+}

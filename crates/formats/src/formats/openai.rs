@@ -131,7 +131,12 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             "developer" => Some(Role::Developer),
             "user" => Some(Role::User),
             "assistant" => Some(Role::Assistant),
-            other => return Err(format!("message {k}: unknown role {other:?}")),
+            other => {
+                return Err(format!(
+                    "message {k}: unknown role {other:?}: the chat format's roles are system, developer, user, \
+                     assistant, tool and function"
+                ))
+            }
         };
         let Some(role) = role else {
             // The name of the call it answers; a result that names no call (the chat
@@ -254,7 +259,7 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
                         decode it into an array first"
                 .into())
         }
-        _ => return Err("expected an object with a \"messages\" array".into()),
+        _ => return Err(no_messages(line)),
     };
     for (k, m) in messages.iter().enumerate() {
         let blocks = match m.get("content") {
@@ -305,6 +310,35 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
         })
         .collect();
     Ok(Line { messages, usage: line.get("usage").map(Cow::Borrowed) })
+}
+
+/// Why a line is no chat row: what it holds instead, named where it is a dataset shape
+/// of another kind (a row of them would otherwise read as a bare "bad line").
+fn no_messages(line: &Value) -> String {
+    let expected = "expected an object with a \"messages\" array";
+    let Some(row) = line.as_object() else { return expected.into() };
+    let has = |k: &str| row.contains_key(k);
+    let shape = if has("messages") {
+        return expected.into();
+    } else if has("conversations") {
+        "\"conversations\" (the ShareGPT shape: turns of {\"from\", \"value\"})"
+    } else if has("prompt") && has("completion") {
+        "\"prompt\" and \"completion\" (TRL's prompt-completion shape)"
+    } else if has("chosen") && has("rejected") {
+        "\"chosen\" and \"rejected\" (a preference pair)"
+    } else if has("instruction") && has("output") {
+        "\"instruction\" and \"output\" (the Alpaca shape)"
+    } else if has("input") {
+        "\"input\" (the Responses API's shape: a list of items)"
+    } else {
+        let keys: Vec<String> = row.keys().take(6).map(|k| format!("{k:?}")).collect();
+        return match keys.len() {
+            0 => format!("{expected}; this one is empty"),
+            n if n < row.len() => format!("{expected}; this one has {}, …", keys.join(", ")),
+            _ => format!("{expected}; this one has {}", keys.join(", ")),
+        };
+    };
+    format!("{expected}; this one has {shape}, which this format does not read: convert it to chat messages first")
 }
 
 /// The text of a message (SPEC 1 "Estimated tokens"): its content's — a string, or the
