@@ -43,10 +43,6 @@ pub struct Message<'a, C> {
     pub kind: Option<Cow<'a, str>>,
     /// The value of `usage`, kept even when `null` (it then counts as zeros).
     pub usage: Option<Cow<'a, Value>>,
-    /// An assistant's `refusal` (what the model said instead of answering): text the
-    /// next request sends back, after the content's. The dataset view hands a message
-    /// that has one to the canonical path.
-    pub refusal: Option<Cow<'a, str>>,
 }
 
 impl<C> Default for Message<'_, C> {
@@ -60,7 +56,6 @@ impl<C> Default for Message<'_, C> {
             name: None,
             kind: None,
             usage: None,
-            refusal: None,
         }
     }
 }
@@ -96,8 +91,6 @@ pub struct Imported<'a, C> {
     pub kind: ItemKind<'a>,
     pub synthetic: Option<Mark<'a>>,
     pub content: Option<C>,
-    /// The message's `refusal`, text after the content's ([`content_text`]).
-    pub refusal: Option<Cow<'a, str>>,
 }
 
 /// The import rules, once for both extractors; the message each refusal names.
@@ -122,7 +115,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             let call_id = pending.take().unwrap_or(Cow::Borrowed(""));
             let name = names.get(&call_id).cloned().or(m.name);
             let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
-            out.push(Imported { turn, kind, synthetic: None, content: m.content, refusal: m.refusal });
+            out.push(Imported { turn, kind, synthetic: None, content: m.content });
             continue;
         }
         let role = match role {
@@ -148,7 +141,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             };
             let call_id = m.tool_call_id.unwrap_or(Cow::Borrowed(""));
             let kind = ItemKind::ToolResult { call_id, name, is_error: false, exit_code: None };
-            out.push(Imported { turn, kind, synthetic: None, content: m.content, refusal: m.refusal });
+            out.push(Imported { turn, kind, synthetic: None, content: m.content });
             continue;
         };
         let synthetic = m.name.and_then(|n| match n {
@@ -190,7 +183,7 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             None => None,
         };
         let kind = ItemKind::Message { role, calls, usage };
-        out.push(Imported { turn, kind, synthetic, content: m.content, refusal: m.refusal });
+        out.push(Imported { turn, kind, synthetic, content: m.content });
     }
     Ok(out)
 }
@@ -306,7 +299,6 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
             name: text(m, "name"),
             kind: text(m, "type"),
             usage: m.get("usage").map(Cow::Borrowed),
-            refusal: text(m, "refusal"),
         })
         .collect();
     Ok(Line { messages, usage: line.get("usage").map(Cow::Borrowed) })
@@ -387,9 +379,14 @@ fn function(f: &Value) -> Call<'_> {
 /// canonical reader); item `m<k>` is message `k` of the line.
 pub fn to_canonical(line: &Value) -> std::result::Result<Vec<u8>, String> {
     let mut out = Vec::new();
+    let messages = line.get("messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     for (k, item) in import(from_value(line)?)?.into_iter().enumerate() {
         let (id, turn) = (format!("m{k}"), format!("t{}", item.turn));
-        let content = json!(content_text(item.content, item.refusal.as_deref()));
+        // An assistant's `refusal` (what the model said instead of answering) is text
+        // after the content's; the dataset view leaves a message that has one to this
+        // path.
+        let refusal = messages.get(k).and_then(|m| m.get("refusal")).and_then(Value::as_str);
+        let content = json!(content_text(item.content, refusal));
         let rec: super::common::CanonicalRecord = match item.kind {
             ItemKind::ToolResult { call_id, name, .. } => {
                 super::common::tool_result(&id, &turn, &call_id, name.as_deref(), content, false).into()
