@@ -1012,6 +1012,7 @@ fn a_row_of_another_dataset_shape_is_named_by_its_shape() {
         (r#"{"instruction":"hi","input":"","output":"yo"}"#, "the Alpaca shape"),
         (r#"{"input":[{"role":"user","content":"hi"}]}"#, "the Responses API's shape"),
         (r#"{"text":"hi","id":7}"#, "this one has \"text\", \"id\""),
+        (r#"{"input":"hi","target":"yo"}"#, "this one has \"input\", \"target\""),
         (r"{}", "this one is empty"),
         (r#"{"messages":[{"role":"human","content":"hi"}]}"#,
          "message 0: unknown role \"human\": the chat format's roles are system, developer, user, assistant, tool and function"),

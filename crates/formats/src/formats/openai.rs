@@ -320,7 +320,7 @@ fn no_messages(line: &Value) -> String {
         "\"chosen\" and \"rejected\" (a preference pair)"
     } else if has("instruction") && has("output") {
         "\"instruction\" and \"output\" (the Alpaca shape)"
-    } else if has("input") {
+    } else if row.get("input").is_some_and(Value::is_array) {
         "\"input\" (the Responses API's shape: a list of items)"
     } else {
         let keys: Vec<String> = row.keys().take(6).map(|k| format!("{k:?}")).collect();
