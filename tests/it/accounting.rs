@@ -934,3 +934,25 @@ fn an_openhands_app_server_events_folder_is_one_transcript() {
     assert_eq!(r["records"], events.len(), "{r}");
     adds_up(&conv, &r);
 }
+
+/// Records of types an importer does not know are counted and named in one warning,
+/// each type as far as a line can hold it: a type may be of any length, and a file
+/// may hold any number of them.
+#[test]
+fn unknown_record_types_are_named_within_one_line() {
+    let case = root().join("testdata/cases/codex-current-rollout/input.jsonl");
+    let text = std::fs::read_to_string(&case).unwrap();
+    let long = "q".repeat(100_000);
+    let mut extra: Vec<String> = (0..14).map(|k| format!(r#"{{"type":"kind_{k:02}","payload":{{}}}}"#)).collect();
+    extra.push(format!(r#"{{"type":"a{long}","payload":{{}}}}"#));
+    let (_d, path) = temp_file("r.jsonl", format!("{text}{}\n", extra.join("\n")).as_bytes());
+    let r = records(&path, &[]);
+    adds_up(&path, &r);
+    assert_eq!(r["skipped"]["unknown"].as_u64(), Some(15), "every one counted: {r}");
+    let o = run(&["run", path_str(&path)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let warning = stderr(&o).lines().find(|l| l.contains("skipped records of unknown type")).unwrap().to_string();
+    assert!(warning.len() < 1000, "{} bytes", warning.len());
+    assert!(warning.contains(&format!("1 a{}…, 1 kind_00, ", &long[..59])), "{warning}");
+    assert!(warning.ends_with("1 kind_10, and 3 type(s) more"), "{warning}");
+}

@@ -1004,6 +1004,9 @@ fn a_refusal_counts_as_text_and_reasoning_does_not() {
 /// it has: a batch of them reads as what it is, not as bare "bad lines".
 #[test]
 fn a_row_of_another_dataset_shape_is_named_by_its_shape() {
+    // A key of any length is named by its first 40 characters.
+    let long_row = format!(r#"{{"{}":1}}"#, "k".repeat(100_000));
+    let long_said = format!("this one has \"{}…\"", "k".repeat(40));
     let rows = [
         (r#"{"conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}"#, "the ShareGPT shape"),
         (r#"{"prompt":[{"role":"user","content":"hi"}],"completion":[{"role":"assistant","content":"yo"}]}"#,
@@ -1013,12 +1016,14 @@ fn a_row_of_another_dataset_shape_is_named_by_its_shape() {
         (r#"{"input":[{"role":"user","content":"hi"}]}"#, "the Responses API's shape"),
         (r#"{"text":"hi","id":7}"#, "this one has \"text\", \"id\""),
         (r#"{"input":"hi","target":"yo"}"#, "this one has \"input\", \"target\""),
+        (long_row.as_str(), long_said.as_str()),
         (r"{}", "this one is empty"),
         (r#"{"messages":[{"role":"human","content":"hi"}]}"#,
          "message 0: unknown role \"human\": the chat format's roles are system, developer, user, assistant, tool and function"),
     ];
     let data: String = rows.iter().map(|(r, _)| format!("{r}\n")).collect();
     let o = cmd().args(["run", "-", "--input-format", "openai"]).write_stdin(data.clone()).output().unwrap();
+    assert!(stderr(&o).len() < 4000, "a row's keys are named, not echoed whole");
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert_eq!(stdout(&o), data, "every row echoed");
     for (k, (_, said)) in rows.iter().enumerate() {

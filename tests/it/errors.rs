@@ -164,6 +164,20 @@ fn wrong_role() {
     bad(b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"robot\",\"content\":\"x\"}\n", "unknown variant `robot`");
 }
 
+/// A refused value of any length is named by its start and what was expected, not
+/// echoed whole into the error line.
+#[test]
+fn a_long_refused_value_is_elided() {
+    let role = "r".repeat(100_000);
+    let content = format!("{{\"type\":\"message\",\"id\":\"m\",\"role\":\"{role}\",\"content\":\"x\"}}\n");
+    bad(content.as_bytes(), "bad.jsonl:1:100036: unknown variant `rrrrrrrrrrrr");
+    bad(content.as_bytes(), " characters left out) … ");
+    bad(content.as_bytes(), "expected one of `system`, `developer`, `user`, `assistant`");
+    let (_d, path) = temp_file("bad.jsonl", content.as_bytes());
+    let err = stderr(&run(&["run", path_str(&path)]));
+    assert!(err.len() < 1000, "{} bytes: {}", err.len(), &err[..err.len().min(300)]);
+}
+
 #[test]
 fn negative_usage() {
     bad(b"{\"type\":\"message\",\"id\":\"m\",\"role\":\"assistant\",\"content\":\"x\",\"usage\":{\"input_tokens\":-1}}\n", "bad.jsonl:1:");

@@ -306,7 +306,22 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
         );
         return (line[..start].chars().count() + 1, said);
     }
-    (line[..cut].chars().count() + 1, msg)
+    (line[..cut].chars().count() + 1, elided(msg))
+}
+
+/// A parser's message as an error line can hold it: serde quotes the value it refuses
+/// (`unknown variant `…``, `invalid type: string "…"`), and a value may be of any length.
+/// A long message keeps its start and its end (what was expected), the middle elided.
+fn elided(msg: String) -> String {
+    const HEAD: usize = 200;
+    const TAIL: usize = 150;
+    let count = msg.chars().count();
+    if count <= HEAD + TAIL + 50 {
+        return msg;
+    }
+    let head: String = msg.chars().take(HEAD).collect();
+    let tail: String = msg.chars().skip(count - TAIL).collect();
+    format!("{head} … ({} characters left out) … {tail}", count - HEAD - TAIL)
 }
 
 /// The last `\uXXXX` escape of a surrogate (D800 to DFFF) that starts in `text` before

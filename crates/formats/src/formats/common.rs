@@ -190,7 +190,14 @@ impl Imported {
     pub fn warnings(&self, file: &Path, format: &str) -> Vec<String> {
         let mut out = self.warnings.clone();
         if !self.skipped.is_empty() {
-            let parts: Vec<String> = self.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            // Named as far as a warning line can hold them: a type may be of any length,
+            // and a file may hold any number of them.
+            const LISTED: usize = 12;
+            let mut parts: Vec<String> =
+                self.skipped.iter().take(LISTED).map(|(k, n)| format!("{n} {}", crate::text::cut(k, 60))).collect();
+            if self.skipped.len() > LISTED {
+                parts.push(format!("and {} type(s) more", self.skipped.len() - LISTED));
+            }
             out.push(format!("{}: {format}: skipped records of unknown type: {}", file.display(), parts.join(", ")));
         }
         let unaccounted = self.accounting().count(Skip::Unaccounted);

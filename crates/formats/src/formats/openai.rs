@@ -106,8 +106,9 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
     for (k, m) in line.messages.into_iter().enumerate() {
         let role = m.role.as_deref().ok_or_else(|| match &m.kind {
             Some(kind) => format!(
-                "message {k}: expected a \"role\": this is an item of type {kind:?} (the Responses API's shape), and \
-                 this format reads chat messages"
+                "message {k}: expected a \"role\": this is an item of type {:?} (the Responses API's shape), and \
+                 this format reads chat messages",
+                crate::text::cut(kind, 40)
             ),
             None => format!("message {k}: expected a \"role\""),
         })?;
@@ -126,8 +127,9 @@ pub fn import<'a, C>(line: Line<'a, C>) -> std::result::Result<Vec<Imported<'a, 
             "assistant" => Some(Role::Assistant),
             other => {
                 return Err(format!(
-                    "message {k}: unknown role {other:?}: the chat format's roles are system, developer, user, \
-                     assistant, tool and function"
+                    "message {k}: unknown role {:?}: the chat format's roles are system, developer, user, \
+                     assistant, tool and function",
+                    crate::text::cut(other, 40)
                 ))
             }
         };
@@ -266,8 +268,9 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
             .find_map(|(b, v)| v.get("type").and_then(Value::as_str).filter(|t| is_foreign_block(t)).map(|t| (b, t)))
         {
             return Err(format!(
-                "message {k}: content block {b} is a {kind:?} block, the Anthropic Messages API's shape: \
-                 this format gives calls as \"tool_calls\" and their results as \"role\": \"tool\" messages"
+                "message {k}: content block {b} is a {:?} block, the Anthropic Messages API's shape: \
+                 this format gives calls as \"tool_calls\" and their results as \"role\": \"tool\" messages",
+                crate::text::cut(kind, 40)
             ));
         }
     }
@@ -323,7 +326,8 @@ fn no_messages(line: &Value) -> String {
     } else if row.get("input").is_some_and(Value::is_array) {
         "\"input\" (the Responses API's shape: a list of items)"
     } else {
-        let keys: Vec<String> = row.keys().take(6).map(|k| format!("{k:?}")).collect();
+        // Named as far as an error line can hold them: a key may be of any length.
+        let keys: Vec<String> = row.keys().take(6).map(|k| format!("{:?}", crate::text::cut(k, 40))).collect();
         return match keys.len() {
             0 => format!("{expected}; this one is empty"),
             n if n < row.len() => format!("{expected}; this one has {}, …", keys.join(", ")),
