@@ -468,3 +468,28 @@ fn python_non_numbers_are_named() {
         bad(format!("{line}\n").as_bytes(), message);
     }
 }
+
+/// `validate`'s text report names an id of any length on a line a reader can take in
+/// (its start, how much was left out, the end); `--json` gives it whole.
+#[test]
+fn validate_names_a_long_id_on_a_line_and_gives_it_whole_in_json() {
+    let case = root().join("testdata/cases/claude-code-resumed/input.jsonl");
+    let text = std::fs::read_to_string(case).unwrap();
+    let long = "z".repeat(100_000);
+    let mut lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let k = lines.iter().rposition(|r| r["parentUuid"].is_string()).unwrap();
+    lines[k]["parentUuid"] = serde_json::json!(long);
+    let data: String = lines.iter().map(|r| format!("{r}\n")).collect();
+    let (_d, path) = temp_file("session.jsonl", data.as_bytes());
+    let o = run(&["validate", path_str(&path)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let said = stdout(&o);
+    let line = said.lines().find(|l| l.contains("dangling_parent")).unwrap_or_else(|| panic!("{said}"));
+    assert!(line.len() < 1000, "{} bytes", line.len());
+    assert!(line.contains(&format!("dangling_parent: parentUuid \"{}", &long[..100])), "{line}");
+    assert!(line.contains(" characters left out) … ") && line.ends_with("\" names no record of this file"), "{line}");
+    let o = run(&["validate", path_str(&path), "--json"]);
+    let found: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let message = found.as_array().unwrap().iter().find(|v| v["code"] == "dangling_parent").unwrap()["message"].clone();
+    assert_eq!(message, format!("parentUuid \"{long}\" names no record of this file"));
+}

@@ -309,10 +309,11 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
     (line[..cut].chars().count() + 1, elided(msg))
 }
 
-/// A parser's message as an error line can hold it: serde quotes the value it refuses
-/// (`unknown variant `…``, `invalid type: string "…"`), and a value may be of any length.
-/// A long message keeps its start and its end (what was expected), the middle elided.
-fn elided(msg: String) -> String {
+/// A message as a line of a report can hold it: serde quotes the value it refuses
+/// (`unknown variant `…``, `invalid type: string "…"`), `validate` the ids it names, and
+/// a value may be of any length. A long message keeps its start and its end (what was
+/// expected), the middle elided.
+pub fn elided(msg: String) -> String {
     const HEAD: usize = 200;
     const TAIL: usize = 150;
     let count = msg.chars().count();

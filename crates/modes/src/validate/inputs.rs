@@ -45,7 +45,12 @@ impl Report {
         let mut s: String = self
             .violations
             .iter()
-            .map(|v| format!("{}:{}: {}: {}\n", escape(&v.file), v.line, v.code, escape(&v.message)))
+            // A message names ids and values of any length: the text report keeps each
+            // on a line a reader can take in; `--json` gives them whole.
+            .map(|v| {
+                let message = crate::error::elided(v.message.clone());
+                format!("{}:{}: {}: {}\n", escape(&v.file), v.line, v.code, escape(&message))
+            })
             .collect();
         // A dataset's rows are its non-blank lines, as `run` and `stats` count them.
         let what = if self.rows { "row(s)" } else { "transcript(s)" };
