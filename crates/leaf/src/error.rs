@@ -306,23 +306,23 @@ pub fn serde_position(e: &serde_json::Error, line: &str) -> (usize, String) {
         );
         return (line[..start].chars().count() + 1, said);
     }
-    (line[..cut].chars().count() + 1, elided(msg))
+    (line[..cut].chars().count() + 1, elided(&msg).into_owned())
 }
 
 /// A message as a line of a report can hold it: serde quotes the value it refuses
 /// (`unknown variant `…``, `invalid type: string "…"`), `validate` the ids it names, and
 /// a value may be of any length. A long message keeps its start and its end (what was
 /// expected), the middle elided.
-pub fn elided(msg: String) -> String {
+pub fn elided(msg: &str) -> std::borrow::Cow<'_, str> {
     const HEAD: usize = 200;
     const TAIL: usize = 150;
     let count = msg.chars().count();
     if count <= HEAD + TAIL + 50 {
-        return msg;
+        return std::borrow::Cow::Borrowed(msg);
     }
     let head: String = msg.chars().take(HEAD).collect();
     let tail: String = msg.chars().skip(count - TAIL).collect();
-    format!("{head} … ({} characters left out) … {tail}", count - HEAD - TAIL)
+    std::borrow::Cow::Owned(format!("{head} … ({} characters left out) … {tail}", count - HEAD - TAIL))
 }
 
 /// The last `\uXXXX` escape of a surrogate (D800 to DFFF) that starts in `text` before

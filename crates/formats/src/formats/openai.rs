@@ -311,11 +311,10 @@ pub fn from_value(line: &Value) -> std::result::Result<Line<'_, &Value>, String>
 /// of another kind (a row of them would otherwise read as a bare "bad line").
 fn no_messages(line: &Value) -> String {
     let expected = "expected an object with a \"messages\" array";
-    let Some(row) = line.as_object() else { return expected.into() };
+    // A row that has `messages` of another type is told what it must be, no more.
+    let Some(row) = line.as_object().filter(|row| !row.contains_key("messages")) else { return expected.into() };
     let has = |k: &str| row.contains_key(k);
-    let shape = if has("messages") {
-        return expected.into();
-    } else if has("conversations") {
+    let shape = if has("conversations") {
         "\"conversations\" (the ShareGPT shape: turns of {\"from\", \"value\"})"
     } else if has("prompt") && has("completion") {
         "\"prompt\" and \"completion\" (TRL's prompt-completion shape)"

@@ -48,8 +48,7 @@ impl Report {
             // A message names ids and values of any length: the text report keeps each
             // on a line a reader can take in; `--json` gives them whole.
             .map(|v| {
-                let message = crate::error::elided(v.message.clone());
-                format!("{}:{}: {}: {}\n", escape(&v.file), v.line, v.code, escape(&message))
+                format!("{}:{}: {}: {}\n", escape(&v.file), v.line, v.code, escape(&crate::error::elided(&v.message)))
             })
             .collect();
         // A dataset's rows are its non-blank lines, as `run` and `stats` count them.

@@ -50,12 +50,11 @@ pub(super) fn propose(t: &Transcript<'_>, cfg: &Config, est: &[u64], fit_as: Fit
     let (b, fitted) = match (f.target_tokens, fit_as) {
         (Some(target), Fit::Within { appended }) => {
             fit(t, start, &inputs, cfg, est, appended, target).map_err(|least| {
-                Reason::new(
-                    ReasonCode::TargetUnreachable,
-                    format!(
-                "the protected head and the injected records alone come to {least} tokens, over the target of {target}"
-            ),
-                )
+                let said = format!(
+                    "the protected head and the injected records alone come to {least} tokens, over the target of \
+                     {target}"
+                );
+                Reason::new(ReasonCode::TargetUnreachable, said)
             })?
         }
         (Some(_), Fit::Least) => {
